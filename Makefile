@@ -1,0 +1,33 @@
+# The two commands of the README. Both set up their own environment on a fresh machine.
+#   make reproduce   every paper, smoke profile, embedded data  -> reports/index.html
+#   make test        the test suite (what .ci/run calls)
+PY      ?= python3
+VENV    := .venv
+BIN     := $(VENV)/bin
+STAMP   := $(VENV)/.installed
+PROFILE ?= smoke
+JOBS    ?= 1
+
+.PHONY: env reproduce test bench clean-reports
+
+# torch first and pinned: torch==2.13.0 is the CPU build on our machines' disk, while a bare `torch`
+# (asked for by pytorch-metric-learning) would pull a multi-GB CUDA build (DESIGN.md 3.3).
+$(STAMP): pyproject.toml requirements-lock.txt
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --disable-pip-version-check torch==2.13.0
+	$(BIN)/python -m pip install -q --disable-pip-version-check -c requirements-lock.txt -e ".[dev]"
+	touch $(STAMP)
+
+env: $(STAMP)
+
+reproduce: $(STAMP)
+	$(BIN)/paperlib reproduce --profile $(PROFILE) --jobs $(JOBS)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/bench.py
+
+clean-reports:
+	rm -rf reports/*/ reports/.staging reports/.failed reports/.trash reports/index.html reports/status.json
