@@ -33,5 +33,5 @@ def test_parameters_tag_survives_clean():
 
 def test_library_notebooks_pass_their_own_tests():
     # paper notebooks carry `skip_exec: true`: papermill runs them (tests/test_papers.py), nbdev-test does not
-    r = subprocess.run([str(BIN / "nbdev-test"), "--n_workers", "2"], cwd=REPO, capture_output=True, text=True)
+    r = subprocess.run([str(BIN / "nbdev-test"), "--n-workers", "2"], cwd=REPO, capture_output=True, text=True)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
