@@ -1,5 +1,5 @@
-"Every paper notebook, executed end to end by papermill in the `ci` profile, twice: it must succeed, write the
-run contract's artefacts, give every claim a valid verdict, and give byte-identical tables for the same seed."
+"""Every paper notebook, executed end to end by papermill in the `ci` profile, twice: it must succeed, write the
+run contract's artefacts, give every claim a valid verdict, and give byte-identical tables for the same seed."""
 import json
 from pathlib import Path
 
