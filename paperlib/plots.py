@@ -63,16 +63,16 @@ def bars_with_ci(df: pd.DataFrame, x: str, y: str, lo: str, hi: str, ax=None, co
     missing = [c for c in (x, y, lo, hi) if c not in df.columns]
     if missing: raise KeyError(f"bars_with_ci: columns {missing} not in {list(df.columns)}")
     v, l, h = (df[c].to_numpy(dtype=float) for c in (y, lo, hi))
-    bad = (l > v) | (h < v)
+    bad = l > h
     if bad.any():
         rows = df.loc[bad, [x, y, lo, hi]].to_dict("records")
-        raise ValueError(f"bars_with_ci: need {lo} <= {y} <= {hi}; violated in {rows}")
+        raise ValueError(f"bars_with_ci: need {lo} <= {hi}; violated in {rows}")
     if ax is None: _, ax = plt.subplots(figsize=(max(3, 0.6 * len(df) + 1), 3.5))
     groups = df[x].tolist()
     colors = color if color is not None else [group_palette(groups)[g] for g in groups]
     pos = np.arange(len(df)) + offset
-    ax.bar(pos, v, width=width, color=colors, label=label, yerr=np.vstack([v - l, h - v]), capsize=capsize,
-           error_kw=dict(elinewidth=1, ecolor="black"))
+    ax.bar(pos, v, width=width, color=colors, label=label)
+    ax.errorbar(pos, (l + h) / 2, yerr=(h - l) / 2, fmt="none", ecolor="black", elinewidth=1, capsize=capsize)
     ax.set_xticks(np.arange(len(df)), [str(g) for g in groups])
     ax.set_ylabel(y)
     if title is not None: ax.set_title(title)

@@ -3,7 +3,7 @@ import numpy as np, pandas as pd, pytest, matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from matplotlib.colors import to_hex
-from matplotlib.container import BarContainer
+from matplotlib.container import BarContainer, ErrorbarContainer
 from paperlib.plots import GROUP_COLORS, group_palette, kde_by_group, bars_with_ci, panel_grid
 
 @pytest.fixture(autouse=True)
@@ -38,11 +38,14 @@ def test_bars_with_ci():
     ax = bars_with_ci(df, "g", "v", "lo", "hi")
     bars = next(c for c in ax.containers if isinstance(c, BarContainer))
     assert len(bars.patches) == 3 and [p.get_height() for p in bars.patches] == [0.5, 0.4, 0.2]
-    segs = bars.errorbar.lines[2][0].get_segments()
+    segs = next(c for c in ax.containers if isinstance(c, ErrorbarContainer)).lines[2][0].get_segments()
     np.testing.assert_allclose([s[0][1] for s in segs], df.lo); np.testing.assert_allclose([s[1][1] for s in segs], df.hi)
     assert to_hex(bars.patches[2].get_facecolor()) == GROUP_COLORS["W"]
-    with pytest.raises(ValueError, match="lo <= v <= hi"): bars_with_ci(df.assign(lo=df.v + 0.01), "g", "v", "lo", "hi")
-    with pytest.raises(ValueError, match="lo <= v <= hi"): bars_with_ci(df.assign(hi=df.v - 0.01), "g", "v", "lo", "hi")
+    with pytest.raises(ValueError, match="lo <= hi"): bars_with_ci(df.assign(lo=df.hi + 0.01), "g", "v", "lo", "hi")
+    # a percentile interval that excludes its estimate is drawn where it is, not refused
+    ax = bars_with_ci(df.assign(lo=df.v + 0.01, hi=df.v + 0.05), "g", "v", "lo", "hi")
+    segs = next(c for c in ax.containers if isinstance(c, ErrorbarContainer)).lines[2][0].get_segments()
+    np.testing.assert_allclose([s[0][1] for s in segs], df.v + 0.01)
     with pytest.raises(KeyError, match="not in"): bars_with_ci(df, "g", "v", "low", "hi")
 
 def test_panel_grid():
