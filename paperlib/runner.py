@@ -136,11 +136,16 @@ def execute_paper(slug: str, nb: Path, out_dir: Path, params: dict, log=print) -
     import papermill as pm
     out_dir = Path(out_dir); out_dir.mkdir(parents=True, exist_ok=True)
     executed = out_dir / f"{slug}.ipynb"
-    n_code = len(code_cells(nb))
-    t0 = time.time()
-    def on_cell(cell=None, cell_index=None, **kw):
-        if cell is not None and cell.get("cell_type") == "code":
-            log(f"[{slug}] cell {cell_index + 1}/{n_code + 1} done ({time.time() - t0:.0f}s)")
+    n_code = len(code_cells(nb)) + 1  # papermill adds the injected-parameters cell
+    t0, done, last = time.time(), [0], [0.0]
+    def on_cell(cell=None, **kw):
+        "Progress: a line per code cell, at most one every 2 s, and always the last."
+        if cell is None or cell.get("cell_type") != "code": return
+        done[0] += 1
+        now = time.time() - t0
+        if now - last[0] >= 2 or done[0] == n_code:
+            last[0] = now
+            log(f"[{slug}] code cell {done[0]}/{n_code} done ({now:.0f}s)")
     try:
         pm.execute_notebook(str(nb), str(executed), parameters={**params, "out_dir": str(out_dir)},
                             kernel_name="python3", language="python", progress_bar=False, cwd=str(nb.parent),
