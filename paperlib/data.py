@@ -11,8 +11,8 @@ from pathlib import Path
 import pandas as pd
 
 # %% auto #0
-__all__ = ['LAYOUTS', 'DataError', 'Column', 'Layout', 'read_index', 'DataSource', 'embedded_source', 'fingerprint_real',
-           'load_real', 'register_layout']
+__all__ = ['INDEX_SUFFIXES', 'LAYOUTS', 'DataError', 'Column', 'Layout', 'read_index', 'DataSource', 'embedded_source',
+           'fingerprint_real', 'load_real', 'load_real_tables', 'register_layout']
 
 # %% ../nbs/01_data.ipynb #e05f306b
 class DataError(ValueError):
@@ -50,6 +50,8 @@ class Layout:
     path_column: str | None = None
     path_base: str = "images"
     optional: tuple = ()         # files that, when present, replace the per-row files (e.g. precomputed embeddings)
+    key: str | None = None       # a column naming the row's entity (profile, consumer): errors quote it beside the row number
+    required: bool = True        # False: a table of a multi-file dataset that may be absent (see `load_real_tables`)
 
     def describe(self) -> str:
         "The layout as markdown, for the notebook and the guide."
@@ -72,12 +74,15 @@ def read_index(path: str | Path, layout: Layout) -> pd.DataFrame:
         missing = [c.name for c in layout.columns if c.name not in header]
         if missing: raise DataError(f"{path}: missing column(s) {missing}; found {header}")
         pos = {c.name: header.index(c.name) for c in layout.columns}
+        kpos = header.index(layout.key) if layout.key in header else None
         rows = []
         for i, row in enumerate(reader, start=2):
             if not any(cell.strip() for cell in row): continue
+            # the entity a row describes is what a user looks for in a long file, so errors quote it when it can be read
+            where = f"{path}, row {i}" + (f" ({layout.key} {row[kpos].strip()!r})" if kpos is not None and kpos < len(row) else "")
             if len(row) != len(header):
-                raise DataError(f"{path}, row {i}: {len(row)} fields, but the header has {len(header)}")
-            rows.append({c.name: c.check(row[pos[c.name]], f"{path}, row {i}") for c in layout.columns})
+                raise DataError(f"{where}: {len(row)} fields, but the header has {len(header)}")
+            rows.append({c.name: c.check(row[pos[c.name]], where) for c in layout.columns})
     if not rows: raise DataError(f"{path} has a header but no rows")
     return pd.DataFrame(rows, columns=[c.name for c in layout.columns])
 
@@ -104,14 +109,17 @@ def embedded_source(name: str, description: str, params: dict, version: str = "1
     "The DataSource of an embedded default: a generator or a dataset shipped in a package."
     return DataSource("embedded", name, description, "emb-" + _digest([name, version, params]), None, dict(params))
 
-def fingerprint_real(root: str | Path, files: list[str | Path] = ()) -> str:
-    "Hash of the files' relative names, sizes and, for files under 1 MiB (indexes), their bytes."
+INDEX_SUFFIXES = (".csv", ".tsv", ".txt", ".json", ".yaml", ".yml")
+
+def fingerprint_real(root: str | Path, files: list[str | Path] | None = None) -> str:
+    "Hash of the files' relative names and sizes, and of the bytes of index-like files; `files=None`: every file under root."
     root, h = Path(root), hashlib.sha256()
+    if files is None: files = [p.relative_to(root) for p in root.rglob("*") if p.is_file()]
     for f in sorted(Path(f) for f in files):
         p = root / f
         st = p.stat()
         h.update(f"{f.as_posix()}\0{st.st_size}\0".encode())
-        if st.st_size < 2**20: h.update(p.read_bytes())
+        if p.suffix.lower() in INDEX_SUFFIXES: h.update(p.read_bytes())
     return "real-" + h.hexdigest()[:16]
 
 # %% ../nbs/01_data.ipynb #06c2c458
@@ -132,6 +140,18 @@ def load_real(root: str | Path, layout: Layout) -> tuple[DataSource, pd.DataFram
     src = DataSource("real", layout.name, layout.description, fingerprint_real(root, listed), str(root),
                      dict(rows=len(index), files=present))
     return src, index
+
+# %% ../nbs/01_data.ipynb #6471ea64
+def load_real_tables(root: str | Path, name: str, description: str, layouts: list) -> tuple[DataSource, dict]:
+    "Validate every table of a multi-file dataset under `root`; return its DataSource and {layout.name: DataFrame}."
+    root = Path(root)
+    need = ", ".join(l.index for l in layouts if l.required)
+    if not root.is_dir(): raise DataError(f"data folder {root} does not exist (the {name} layout needs {need})")
+    tables = {l.name: read_index(root / l.index, l) for l in layouts if l.required or (root / l.index).exists()}
+    files = [l.index for l in layouts if l.name in tables]
+    src = DataSource("real", name, description, fingerprint_real(root, files), str(root),
+                     dict(tables={k: len(v) for k, v in tables.items()}))
+    return src, tables
 
 # %% ../nbs/01_data.ipynb #03d37e84
 LAYOUTS: dict[str, list[Layout]] = {}

@@ -11,6 +11,7 @@ from importlib import metadata
 
 from .core import project_root, read_settings, check_profile, PROFILES
 from .report import write_json, verdict_counts, VERDICTS
+from .data import fingerprint_real
 
 # %% auto #0
 __all__ = ['paper_notebooks', 'check_papers', 'read_nb', 'paper_meta', 'code_cells', 'imported_modules', 'packages_digest',
@@ -90,15 +91,9 @@ def packages_digest() -> str:
                        if (d.metadata["Name"] or "").lower() != "paperlib"))
 
 def fingerprint_tree(root: Path | None) -> str | None:
-    "Names and sizes of every file under a real-data root, and the bytes of the small ones (indexes)."
+    "The data fingerprint of everything under a real-data root (see `paperlib.data.fingerprint_real`)."
     if root is None: return None
-    root, h = Path(root), hashlib.sha256()
-    if not root.exists(): return "missing"
-    for p in sorted(x for x in root.rglob("*") if x.is_file()):
-        st = p.stat()
-        h.update(f"{p.relative_to(root).as_posix()}\0{st.st_size}\0".encode())
-        if st.st_size < 2**20: h.update(p.read_bytes())
-    return h.hexdigest()[:16]
+    return fingerprint_real(root) if Path(root).exists() else "missing"
 
 def gpu_visible() -> bool:
     "Whether this machine shows an NVIDIA GPU, without importing torch (the cache check must stay fast)."
