@@ -16,7 +16,7 @@ from .data import fingerprint_real
 # %% auto #0
 __all__ = ['paper_notebooks', 'check_papers', 'read_nb', 'paper_meta', 'code_cells', 'imported_modules', 'packages_digest',
            'fingerprint_tree', 'gpu_visible', 'cache_key', 'cell_seconds', 'execute_paper', 'mathjax_source',
-           'export_html', 'PaperRun', 'load_status', 'save_status', 'read_manifest', 'reproduce', 'child_main',
+           'export_html', 'PaperRun', 'load_status', 'record_status', 'read_manifest', 'reproduce', 'child_main',
            'collection_rows', 'write_index', 'format_table', 'summary']
 
 # %% ../nbs/07_runner.ipynb #d8189760
@@ -230,9 +230,16 @@ def load_status(reports: Path) -> dict:
     p = Path(reports) / "status.json"
     return json.loads(p.read_text()) if p.exists() else {}
 
-def save_status(reports: Path, status: dict):
-    tmp = Path(reports) / f".status-{os.getpid()}.json"
-    write_json(tmp, status); os.replace(tmp, Path(reports) / "status.json")
+def record_status(reports: Path, slug: str, entry: dict):
+    "Set paper `slug`'s last attempt in status.json; a lock keeps two batches running at once from losing entries."
+    import fcntl
+    reports = Path(reports)
+    with open(reports / ".status.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        status = load_status(reports)
+        status[slug] = entry
+        tmp = reports / f".status-{os.getpid()}.json"
+        write_json(tmp, status); os.replace(tmp, reports / "status.json")
 
 def read_manifest(reports: Path, slug: str) -> dict | None:
     p = Path(reports) / slug / "manifest.json"
@@ -261,7 +268,7 @@ def reproduce(names=(), profile: str | None = None, jobs: int | None = None, for
     reports.mkdir(parents=True, exist_ok=True)
     threads = max(1, (os.cpu_count() or 1) // jobs)
     params = dict(profile=profile, seed=seed, device=device, data_root=str(data_root) if data_root else None, threads=threads)
-    status, pkgs = load_status(reports), packages_digest()
+    pkgs = packages_digest()
     runs, queue = {s: PaperRun(s) for s in slugs}, []
     for s in slugs:
         key, parts = cache_key(nbs[s], params, pkgs)
@@ -311,8 +318,7 @@ def reproduce(names=(), profile: str | None = None, jobs: int | None = None, for
                               or (tail[-1] if tail else f"exit code {proc.returncode}")
                         runs[s] = PaperRun(s, "failed", elapsed, err.strip()[:500])
                 if runs[s].status != "ok": _keep_failed(reports, s, staging, tail)
-                status[s] = dict(asdict(runs[s]), profile=profile, when=time.time())
-                save_status(reports, status)
+                record_status(reports, s, dict(asdict(runs[s]), profile=profile, when=time.time()))
                 log(f"[{s}] {runs[s].status} in {elapsed:.1f}s" + (f": {runs[s].error}" if runs[s].error else ""))
                 del running[s]
     except KeyboardInterrupt:
@@ -320,8 +326,7 @@ def reproduce(names=(), profile: str | None = None, jobs: int | None = None, for
             _kill_tree(proc)
             shutil.rmtree(staging, ignore_errors=True)
             runs[s] = PaperRun(s, "interrupted", time.time() - t0, "interrupted (Ctrl-C); the last good report is kept")
-            status[s] = dict(asdict(runs[s]), profile=profile, when=time.time())
-        save_status(reports, status)
+            record_status(reports, s, dict(asdict(runs[s]), profile=profile, when=time.time()))
         write_index(reports, root)
         raise
     finally:
