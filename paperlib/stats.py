@@ -4,7 +4,7 @@
 
 # %% ../nbs/02_stats.ipynb #6d9e70bf
 from __future__ import annotations
-import inspect, itertools, warnings
+import inspect, itertools, warnings, contextlib
 from collections.abc import Mapping, Callable
 
 import numpy as np
@@ -13,11 +13,19 @@ from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
 # %% auto #0
-__all__ = ['CORRECTIONS', 'correct_pvalues', 'cohens_d', 'pairwise_ttests', 'add_corrected', 'corrected_ttests', 'format_p',
-           'p_matrix', 'levene_tests', 'bootstrap_ci']
+__all__ = ['CORRECTIONS', 'PAIRED_TESTS', 'correct_pvalues', 'cohens_d', 'pairwise_ttests', 'add_corrected', 'corrected_ttests',
+           'format_p', 'p_matrix', 'levene_tests', 'bootstrap_ci', 'paired_tests', 'weat_association', 'wefat_score',
+           'weat_effect_size', 'weat_test']
 
 # %% ../nbs/02_stats.ipynb #cc17ceb0
 CORRECTIONS = {"sidak": "sidak", "holm": "holm", "bonferroni": "bonferroni", "bh": "fdr_bh", "none": None}
+
+@contextlib.contextmanager
+def _no_gc_collect():
+    import gc
+    collect, gc.collect = gc.collect, lambda *a, **k: 0
+    try: yield
+    finally: gc.collect = collect
 
 def correct_pvalues(p, method: str) -> np.ndarray:
     "The p-values `p` of one family, corrected by `method` (a key of `CORRECTIONS`) through statsmodels."
@@ -29,7 +37,9 @@ def correct_pvalues(p, method: str) -> np.ndarray:
     if np.isnan(p).any(): raise ValueError("a p-value is NaN (a constant group?); a family with NaN cannot be corrected")
     if ((p < 0) | (p > 1)).any(): raise ValueError("p-values must lie in [0, 1]")
     if CORRECTIONS[method] is None or p.size == 0: return p.copy()
-    return multipletests(p, method=CORRECTIONS[method])[1]
+    # statsmodels' Holm branch ends with a full gc.collect(), which costs up to a second inside a notebook holding
+    # torch models; the collection changes no result, so it is skipped for the call
+    with _no_gc_collect(): return multipletests(p, method=CORRECTIONS[method])[1]
 
 # %% ../nbs/02_stats.ipynb #e2a0ba07
 def cohens_d(a, b) -> float:
@@ -139,3 +149,82 @@ def bootstrap_ci(statistic: Callable, *arrays, B: int = 1000, level: float = 0.9
         ci = sps.bootstrap((np.arange(n),), on_rows, n_resamples=B, confidence_level=level, method="percentile",
                            vectorized=vectorized, **{_RNG_KW: np.random.default_rng(seed)}).confidence_interval
     return est, float(ci.low), float(ci.high)
+
+# %% ../nbs/02_stats.ipynb #3d5fa869
+PAIRED_TESTS = ("t", "wilcoxon")
+
+def paired_tests(x, y, items=None, test: str = "t", correction: str = "bh", alternative: str = "two-sided") -> pd.DataFrame:
+    "One paired test (`scipy.stats.ttest_rel` or `wilcoxon`) of `x[k]` vs `y[k]` per item k, corrected over the items."
+    if test not in PAIRED_TESTS: raise ValueError(f"unknown paired test {test!r}; valid: {', '.join(PAIRED_TESTS)}")
+    if alternative not in ("two-sided", "greater", "less"):
+        raise ValueError(f"unknown alternative {alternative!r}; valid: two-sided, greater, less")
+    x, y = np.atleast_2d(np.asarray(x, dtype=float)), np.atleast_2d(np.asarray(y, dtype=float))
+    if x.shape != y.shape or x.ndim != 2:
+        raise ValueError(f"x and y must be (items x pairs) arrays of the same shape, got {x.shape} and {y.shape}")
+    items = list(range(len(x))) if items is None else list(items)
+    if len(items) != len(x): raise ValueError(f"{len(items)} item names for {len(x)} rows of x")
+    if x.shape[1] < 2: raise ValueError("each item needs at least 2 pairs")
+    if not (np.isfinite(x).all() and np.isfinite(y).all()): raise ValueError("x and y must be finite")
+    rows = []
+    for name, xi, yi in zip(items, x, y):
+        d = xi - yi
+        sd = d.std(ddof=1)
+        if not np.any(d):  # no difference at all: no evidence either way (scipy would give NaN)
+            stat, p = 0.0, 1.0
+        elif test == "t":
+            r = sps.ttest_rel(xi, yi, alternative=alternative); stat, p = float(r.statistic), float(r.pvalue)
+        else:
+            r = sps.wilcoxon(xi, yi, alternative=alternative); stat, p = float(r.statistic), float(r.pvalue)
+        rows.append(dict(item=name, n=len(d), mean_x=xi.mean(), mean_y=yi.mean(), mean_diff=d.mean(), sd_diff=sd,
+                         dz=d.mean() / sd if sd > 0 else 0.0, statistic=stat, p=p))
+    df = pd.DataFrame(rows)
+    df["test"], df["alternative"] = test, alternative
+    return add_corrected(df, correction, out="p_adj")
+
+# %% ../nbs/02_stats.ipynb #a8f7ce3d
+def _unit_rows(M, name):
+    M = np.atleast_2d(np.asarray(M, dtype=float))
+    if M.ndim != 2 or len(M) == 0: raise ValueError(f"{name} must be a non-empty (n x dim) array")
+    n = np.linalg.norm(M, axis=1, keepdims=True)
+    if (n == 0).any(): raise ValueError(f"{name} has a zero vector (cosine undefined)")
+    return M / n
+
+def weat_association(W, A, B) -> np.ndarray:
+    "s(w, A, B) = mean cos(w, A) - mean cos(w, B) for every row w of `W`."
+    W, A, B = _unit_rows(W, "W"), _unit_rows(A, "A"), _unit_rows(B, "B")
+    if not W.shape[1] == A.shape[1] == B.shape[1]: raise ValueError(f"dimensions differ: W {W.shape}, A {A.shape}, B {B.shape}")
+    return (W @ A.T).mean(1) - (W @ B.T).mean(1)
+
+def wefat_score(W, A, B) -> np.ndarray:
+    "WEFAT: s(w, A, B) divided by the std (ddof=1) of cos(w, x) over x in A and B together."
+    s = weat_association(W, A, B)
+    AB = np.vstack([_unit_rows(A, "A"), _unit_rows(B, "B")])
+    return s / (_unit_rows(W, "W") @ AB.T).std(axis=1, ddof=1)
+
+def weat_effect_size(X, Y, A, B) -> float:
+    "WEAT/SEAT effect size: (mean s over X - mean s over Y) / std (ddof=1) of s over X and Y together."
+    sx, sy = weat_association(X, A, B), weat_association(Y, A, B)
+    return float((sx.mean() - sy.mean()) / np.r_[sx, sy].std(ddof=1))
+
+def weat_test(X, Y, A, B, n_samples: int = 100_000, seed: int = 0, alternative: str = "greater") -> dict:
+    "WEAT/SEAT: effect size, statistic S(X, Y) and its permutation p-value (exact when the partitions are few)."
+    from math import comb
+    if alternative not in ("greater", "two-sided"): raise ValueError(f"unknown alternative {alternative!r}; valid: greater, two-sided")
+    sx, sy = weat_association(X, A, B), weat_association(Y, A, B)
+    s_all, nx = np.r_[sx, sy], len(sx)
+    total = s_all.sum()
+    stat = lambda sum_xi: 2 * sum_xi - total
+    observed = float(stat(sx.sum()))
+    n_part = comb(len(s_all), nx)
+    exact = n_part <= n_samples
+    if exact:
+        idx = np.array(list(itertools.combinations(range(len(s_all)), nx)), dtype=np.int64).reshape(n_part, nx)
+        null = stat(s_all[idx].sum(1))
+    else:
+        rng = np.random.default_rng(seed)
+        null = stat(np.array([s_all[rng.permutation(len(s_all))[:nx]].sum() for _ in range(n_samples)]))
+    tol = 1e-12 * max(1.0, abs(observed))  # float sums of the same partition in another order
+    hits = (np.abs(null) >= abs(observed) - tol) if alternative == "two-sided" else (null >= observed - tol)
+    p = hits.mean() if exact else (1 + hits.sum()) / (1 + len(null))
+    return dict(effect_size=weat_effect_size(X, Y, A, B), statistic=observed, p=float(p), exact=bool(exact),
+                n_partitions=int(n_part), n_x=nx, n_y=len(sy), alternative=alternative)
