@@ -13,8 +13,8 @@ import numpy as np
 
 # %% auto #0
 __all__ = ['SETTINGS_DEFAULTS', 'PROFILES', 'KEY_PACKAGES', 'project_root', 'read_settings', 'check_profile', 'by_profile',
-           'resolve_device', 'seed_everything', 'set_threads', 'package_versions', 'git_state', 'provenance',
-           'RunContext']
+           'resolve_device', 'seed_everything', 'set_threads', 'torch_threads', 'package_versions', 'git_state',
+           'provenance', 'RunContext']
 
 # %% ../nbs/00_core.ipynb #bde6a852
 def project_root(start: str | Path | None = None) -> Path:
@@ -83,6 +83,16 @@ def set_threads(n: int | None = None) -> int:
         threadpool_limits(n)
     except ImportError: pass
     return n
+
+# %% ../nbs/00_core.ipynb #969dca9e
+@contextlib.contextmanager
+def torch_threads(n: int | None):
+    "Run the block with `n` torch intra-op threads (None: unchanged), then restore the previous count."
+    import torch
+    old = torch.get_num_threads()
+    if n: torch.set_num_threads(max(1, int(n)))
+    try: yield
+    finally: torch.set_num_threads(old)
 
 # %% ../nbs/00_core.ipynb #df09d3f2
 KEY_PACKAGES = ("paperlib", "numpy", "scipy", "pandas", "scikit-learn", "statsmodels", "torch", "gudhi",
