@@ -1,6 +1,7 @@
 # The two commands of the README. Both set up their own environment on a fresh machine.
 #   make reproduce   every paper, smoke profile, embedded data  -> reports/index.html
 #   make test        the test suite (what .ci/run calls)
+#   make docs        the offline docs site from nbs/ and reports/  -> _site/index.html
 PY      ?= python3
 VENV    := .venv
 BIN     := $(VENV)/bin
@@ -8,7 +9,7 @@ STAMP   := $(VENV)/.installed
 PROFILE ?= smoke
 JOBS    ?= 1
 
-.PHONY: env reproduce test bench clean-reports
+.PHONY: env reproduce test bench clean-reports docs browser
 
 # torch first and pinned: torch==2.13.0 is the CPU build on our machines' disk, while a bare `torch`
 # (asked for by pytorch-metric-learning) would pull a multi-GB CUDA build (DESIGN.md 3.3).
@@ -23,8 +24,18 @@ env: $(STAMP)
 reproduce: $(STAMP)
 	$(BIN)/paperlib reproduce --profile $(PROFILE) --jobs $(JOBS)
 
-test: $(STAMP)
+test: $(STAMP) browser
 	$(BIN)/python -m pytest
+
+docs: $(STAMP)
+	$(BIN)/paperlib site
+
+# Headless Chromium for the docs site's browser tests (tests/test_site.py). Never fails the make: without apt
+# (or without root) the browser tests skip and say why.
+browser:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+	  (command -v apt-get >/dev/null && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver) || \
+	  echo "no chromium: the browser tests of the docs site will skip"
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench.py

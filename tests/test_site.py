@@ -1,0 +1,254 @@
+"""The docs site end to end: built from a real ci run of the pilot paper, a paper that never ran and one whose run
+failed; every internal link resolves, nothing refers outside the site, and headless Chromium loads every page from
+file:// and from a local HTTP server with no failed request, no console error and the math typeset."""
+import functools, http.server, json, os, re, shutil, threading
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import nbformat
+import pytest
+
+from conftest import REPO, paper_nb, GOOD
+from paperlib.runner import reproduce
+from paperlib.site import build_site
+from paperlib import cli
+
+PILOT = "face_verification_bias"
+ARTIFACTS = REPO / "tests" / "artifacts"
+quiet = lambda *a, **k: None
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """A project with the pilot paper (run for real, ci profile), `never_run` (never run) and `broken` (its run
+    raises), the library notebooks of this repo, and the site built from it."""
+    base = tmp_path_factory.mktemp("site")
+    root, reports = base / "proj", base / "reports"
+    (root / "nbs" / "papers").mkdir(parents=True)
+    shutil.copy(REPO / "pyproject.toml", root / "pyproject.toml")
+    (root / "settings.ini").write_text("[run]\nprofile = ci\nreports = reports\ntimeout = 600\njobs = 1\nseed = 0\n")
+    for nb in REPO.glob("nbs/[0-9][0-9]_*.ipynb"): shutil.copy(nb, root / "nbs" / nb.name)
+    shutil.copy(REPO / "nbs" / "papers" / f"{PILOT}.ipynb", root / "nbs" / "papers" / f"{PILOT}.ipynb")
+    nbformat.write(paper_nb("never_run", GOOD, title="A Paper Never Run"), root / "nbs" / "papers" / "never_run.ipynb")
+    nbformat.write(paper_nb("broken", "raise RuntimeError('the experiment broke on purpose')", title="A Broken Paper"),
+                   root / "nbs" / "papers" / "broken.ipynb")
+    runs = {r.slug: r for r in reproduce([PILOT], profile="ci", root=REPO, reports=reports, log=quiet)}
+    assert runs[PILOT].status == "ok", runs[PILOT].error
+    runs = {r.slug: r for r in reproduce(["broken"], profile="ci", root=root, reports=reports, log=quiet)}
+    assert runs["broken"].status == "failed"
+    index = build_site(base / "_site", reports=reports, root=root, log=quiet)
+    return index.parent, reports
+
+def pages(out: Path) -> list[Path]:
+    return sorted(out.rglob("*.html"))
+
+class Refs(HTMLParser):
+    "The ids and the (tag, attribute, value) references of one page."
+    def __init__(self):
+        super().__init__(); self.ids, self.refs = set(), []
+    def handle_starttag(self, tag, attrs):
+        for k, v in attrs:
+            if k in ("id", "name") and v: self.ids.add(v)
+            if k in ("href", "src", "srcset", "poster", "data") and v is not None: self.refs.append((tag, k, v))
+
+@functools.lru_cache(maxsize=None)
+def parse(path: Path) -> Refs:
+    p = Refs(); p.feed(path.read_text(encoding="utf-8")); return p
+
+def internal(value: str) -> bool:
+    return not re.match(r"^(data:|mailto:|javascript:|#)", value) and not urlsplit(value).scheme
+
+# ---- the pages a reader needs ------------------------------------------------------------------------
+
+def test_pages_exist(site):
+    out, _ = site
+    names = {p.relative_to(out).as_posix() for p in pages(out)}
+    for need in ["index.html", "guide.html", f"papers/{PILOT}.html", f"papers/{PILOT}.py.html", "papers/never_run.html",
+                 "papers/broken.html", "lib/00_core.html", "lib/07_runner.html", "lib/runner.py.html"]:
+        assert need in names, need
+    assert (out / "papers" / f"{PILOT}.ipynb").exists() and (out / "static" / "mathjax" / "tex-svg.js").exists()
+    # one MathJax for the whole site, not one per page
+    assert len(list(out.rglob("tex-svg.js"))) == 1
+    assert not [p for p in pages(out) if re.search(r"<script>[^<]{20000,}", p.read_text())], "a page inlines a big script"
+
+def test_home_is_the_collection(site):
+    out, reports = site
+    home = (out / "index.html").read_text()
+    m = json.loads((reports / PILOT / "manifest.json").read_text())
+    v = m["verdicts"]
+    row = re.search(rf'<tr><td><a href="papers/{PILOT}.html">.*?</tr>', home, re.S).group(0)
+    assert f'title="reproduced">{v.get("reproduced", 0)}<' in row and f'title="not reproduced">{v.get("not reproduced", 0)}<' in row
+    assert m["data"]["name"] in row and "ci" in row and f'{m["runner"]["wall_s"]:.0f} s' in row
+    assert re.search(r'papers/never_run.html">.*?never run', home, re.S)
+    assert "the experiment broke on purpose" in home
+
+def test_paper_page_opens_with_verdicts_data_and_claims(site):
+    out, reports = site
+    page = (out / "papers" / f"{PILOT}.html").read_text()
+    claims = json.loads((reports / PILOT / "claims.json").read_text())["claims"]
+    main = page[page.index("<main>"):]
+    # verdict summary, data badge and claims table come before the report body
+    i_sum, i_badge, i_claims, i_report = (main.index("Verdicts:"), main.index("embedded proxy data"),
+                                          main.index('id="claims"'), main.index('id="report"'))
+    assert i_sum < i_claims < i_report and i_badge < i_report
+    for c in claims:
+        tr = re.search(rf'<tr id="claim-{re.escape(c["id"])}">.*?</tr>', page, re.S).group(0)
+        assert c["verdict"] in tr
+    assert f'href="{PILOT}.ipynb" download' in page and f'href="{PILOT}.py.html"' in page
+    assert "data:image/png;base64" in page          # the executed report's figures
+    assert "#| export" not in page and "nbdev_export" not in page
+
+def test_never_run_and_failed_pages_say_so(site):
+    out, _ = site
+    never = (out / "papers" / "never_run.html").read_text()
+    assert "never been run" in never and "a^2 + b^2 = c^2" in never  # the notebook is still shown
+    broken = (out / "papers" / "broken.html").read_text()
+    assert "The last run failed" in broken and "the experiment broke on purpose" in broken
+    assert "The failed attempt" in broken and "RuntimeError" in broken
+    assert "skip_exec" not in never + broken  # the frontmatter is shown as the page head, not as a raw cell
+
+def test_library_reference_has_prose_tests_and_api(site):
+    out, _ = site
+    page = (out / "lib" / "07_runner.html").read_text()
+    assert 'id="api-paper_notebooks"' in page and "slug -&gt; notebook path" in page
+    assert re.search(r'href="runner.py.html#L-\d+"', page)
+    assert "test_eq(" in re.sub(r"<[^>]+>", "", page)  # the notebook's tests are shown (highlighted: tags between)
+    assert "The cache key" in page       # and its prose
+    guide = (out / "guide.html").read_text()
+    for p in ("ci", "smoke", "full"): assert f"<code>{p}</code>" in guide
+    assert "SynthFaces" in guide and "index.csv" in guide and "Adding a paper" in guide
+
+def test_cli_refuses_to_overwrite_the_project(capsys):
+    assert cli.main(["site", "--out", str(REPO)]) == 2
+    assert "refusing" in capsys.readouterr().err
+
+# ---- links -------------------------------------------------------------------------------------------
+
+def test_every_internal_link_resolves(site):
+    out, _ = site
+    broken = []
+    for page in pages(out):
+        for tag, attr, value in parse(page).refs:
+            if not internal(value): continue
+            u = urlsplit(value)
+            target = (page.parent / unquote(u.path)).resolve() if u.path else page
+            if not target.exists() or not target.resolve().is_relative_to(out.resolve()):
+                broken.append(f"{page.relative_to(out)}: {tag} {attr}={value}"); continue
+            if u.fragment and target.suffix == ".html" and u.fragment not in parse(target).ids:
+                broken.append(f"{page.relative_to(out)}: {value} (no id {u.fragment!r})")
+        for tag, attr, value in parse(page).refs:  # same-page anchors
+            if value.startswith("#") and len(value) > 1 and value[1:] not in parse(page).ids:
+                broken.append(f"{page.relative_to(out)}: {value}")
+    assert not broken, "broken links:\n" + "\n".join(broken[:30])
+
+def test_every_page_links_to_every_other_page(site):
+    out, _ = site
+    everything = {p.resolve() for p in pages(out)}
+    for page in pages(out):
+        linked = {(page.parent / unquote(urlsplit(v).path)).resolve() for t, a, v in parse(page).refs
+                  if t == "a" and internal(v) and urlsplit(v).path}
+        missing = everything - linked - {page.resolve()}
+        assert not missing, f"{page.relative_to(out)} does not link to {sorted(str(m.relative_to(out)) for m in missing)[:5]}"
+
+REMOTE_CSS = re.compile(r"url\(\s*['\"]?(?:https?:)?//[^)]*\)|@import[^;]*")
+
+def test_nothing_refers_outside_the_site(site):
+    out, _ = site
+    remote = []
+    for page in pages(out):
+        text = page.read_text()
+        remote += [f"{page.relative_to(out)}: <{t} {a}={v}>" for t, a, v in parse(page).refs
+                   if re.match(r"^(https?:)?//", v) and t != "a"]
+        styles = re.findall(r"<style[^>]*>(.*?)</style>", text, re.S) + re.findall(r'style="([^"]*)"', text)
+        remote += [f"{page.relative_to(out)}: {m}" for css in styles for m in REMOTE_CSS.findall(css)]
+    for css in out.rglob("*.css"):
+        remote += [f"{css.relative_to(out)}: {m}" for m in REMOTE_CSS.findall(css.read_text())]
+    assert not remote, "\n".join(remote[:20])
+    # the pages of this collection have no remote reference at all, not even a link out
+    hits = [p.relative_to(out) for p in pages(out) if re.search(r"(src|href)=\"(https?:)?//", p.read_text())]
+    assert not hits, hits
+
+# ---- a real browser ----------------------------------------------------------------------------------
+
+CHROMIUM, CHROMEDRIVER = shutil.which("chromium") or "/usr/bin/chromium", shutil.which("chromedriver") or "/usr/bin/chromedriver"
+
+@pytest.fixture(scope="module")
+def browser():
+    if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
+        pytest.skip("headless Chromium is not installed (Debian packages chromium and chromium-driver; `make test` "
+                    "installs them where apt is available): the browser checks of the docs site are skipped")
+    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (pip install selenium)")
+    from selenium.webdriver.chrome.service import Service
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for a in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
+              "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-default-apps",
+              "--disable-extensions", "--window-size=1400,1000", "--allow-file-access-from-files"]:
+        opts.add_argument(a)
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
+    driver.set_page_load_timeout(120); driver.set_script_timeout(120)
+    yield driver
+    driver.quit()
+
+@pytest.fixture(scope="module")
+def server(site):
+    out, _ = site
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *a): pass
+    handler = functools.partial(Quiet, directory=str(out))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+
+def load(driver, url: str) -> dict:
+    "Load `url`, wait for MathJax when the page has it; return its requests, failures, console errors and math counts."
+    driver.get_log("performance"); driver.get_log("browser")        # drop what the previous page left
+    driver.get(url)
+    has_mj = driver.execute_script("return !!(window.MathJax && MathJax.startup && MathJax.startup.promise)")
+    if has_mj:
+        driver.execute_async_script("const done = arguments[arguments.length - 1];"
+                                    "MathJax.startup.promise.then(() => done(true), e => done(String(e)));")
+    requests, failed = [], []
+    for entry in driver.get_log("performance"):
+        msg = json.loads(entry["message"])["message"]
+        if msg["method"] == "Network.requestWillBeSent": requests.append(msg["params"]["request"]["url"])
+        elif msg["method"] == "Network.loadingFailed": failed.append(msg["params"])
+        elif msg["method"] == "Network.responseReceived" and msg["params"]["response"].get("status", 200) >= 400:
+            failed.append(msg["params"]["response"]["url"] + f' -> {msg["params"]["response"]["status"]}')
+    errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+    math = driver.execute_script("return [document.querySelectorAll('mjx-container').length,"
+                                 " document.querySelectorAll('mjx-merror, [data-mjx-error]').length]")
+    return dict(requests=requests, failed=failed, errors=errors, mathjax=has_mj, math=math[0], math_errors=math[1])
+
+MATH_PAGES = [f"papers/{PILOT}.html", "papers/never_run.html", "lib/07_runner.html"]
+
+@pytest.mark.parametrize("mode", ["file", "http"])
+def test_every_page_loads_in_chromium(site, browser, server, mode):
+    out, _ = site
+    base = out.resolve().as_uri() if mode == "file" else server
+    origin = "file://" if mode == "file" else server
+    problems, math = [], {}
+    for page in pages(out):
+        relp = page.relative_to(out).as_posix()
+        r = load(browser, f"{base}/{relp}")
+        outside = [u for u in r["requests"] if not (u.startswith(origin) or u.startswith(("data:", "about:", "blob:")))]
+        problems += [f"{relp}: request leaves the site: {u}" for u in outside]
+        problems += [f"{relp}: failed request {f}" for f in r["failed"]]
+        problems += [f"{relp}: console error {e['message']}" for e in r["errors"]]
+        problems += [f"{relp}: {r['math_errors']} TeX error(s)"] if r["math_errors"] else []
+        math[relp] = r["math"]
+    assert not problems, "\n".join(problems[:30])
+    for p in MATH_PAGES:
+        assert math[p] > 0, f"{p}: MathJax typeset nothing (no mjx-container)"
+
+def test_screenshots(site, browser):
+    out, _ = site
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    for name, relp in [("site_home.png", "index.html"), ("site_paper.png", f"papers/{PILOT}.html")]:
+        r = load(browser, (out / relp).resolve().as_uri())
+        assert not r["failed"] and not r["errors"]
+        browser.save_screenshot(str(ARTIFACTS / name))
+        assert (ARTIFACTS / name).stat().st_size > 10_000
+        print(f"screenshot: {ARTIFACTS / name}")
