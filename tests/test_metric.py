@@ -1,0 +1,139 @@
+"Tests of paperlib.metric: losses by name, MAP@R / R-precision / P@1 against hand-computed values, the brute-force cross-check, the training loop."
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from paperlib.metric import (LOSSES, make_loss, check_loss, is_classification_loss, retrieval_metrics, map_at_r,
+                             r_precision, precision_at_1, map_at_r_torch, random_map_at_r, EmbeddingCNN, embed,
+                             batches, train_embedder, mean_std, repeated_metrics)
+
+
+def test_unknown_loss_lists_valid_ones():
+    with pytest.raises(ValueError) as e:
+        make_loss("lifted")
+    for name in LOSSES:
+        assert name in str(e.value)
+    assert is_classification_loss("arcface") and not is_classification_loss("contrastive")
+
+
+@pytest.mark.parametrize("name", list(LOSSES))
+def test_every_loss_trains_a_gradient(name):
+    g = torch.Generator().manual_seed(0)
+    w = torch.randn(12, 6, generator=g, requires_grad=True)
+    loss = make_loss(name, num_classes=3, embedding_size=6)
+    out = loss(F.normalize(w, dim=1), torch.arange(3).repeat_interleave(4))
+    out.backward()
+    assert torch.isfinite(out) and w.grad.abs().sum() > 0
+
+
+def test_contrastive_by_hand():
+    # two identical positives (d = 0) and one negative at distance sqrt(2); pos_margin 0, neg_margin 2:
+    # the only non-zero terms are the 2 ordered negative pairs of each anchor... each [2 - sqrt(2)]_+
+    x = torch.tensor([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    l = make_loss("contrastive", pos_margin=0.0, neg_margin=2.0)(x, torch.tensor([0, 0, 1]))
+    assert l.item() == pytest.approx(2 - 2 ** 0.5, abs=1e-5)
+
+
+def test_map_at_r_hand_example():
+    # angles 0, 12, 20, 90, 100 deg with classes A A B B A: per-query MAP@R 0.5, 0.25, 0, 0, 0
+    ang = np.deg2rad([0, 12, 20, 90, 100])
+    E = np.stack([np.cos(ang), np.sin(ang)], 1)
+    y = np.array([0, 0, 1, 1, 0])
+    m = retrieval_metrics(E, y)
+    assert m["map_at_r"] == pytest.approx(0.15)
+    assert m["r_precision"] == pytest.approx(0.2)
+    assert m["precision_at_1"] == pytest.approx(0.2)
+    assert map_at_r(E, y) == pytest.approx(0.15) and r_precision(E, y) == pytest.approx(0.2)
+    assert precision_at_1(E, y) == pytest.approx(0.2)
+    assert map_at_r_torch(E, y) == pytest.approx(0.15)
+
+
+def test_map_at_r_second_hand_example():
+    # query 0 of class A, R = 2: ranking A, B, A -> (1/1 + 2/3) / 2; symmetric setup checked with the brute force
+    E = np.array([[1.0, 0.0], [0.99, 0.141], [0.9, 0.436], [0.7, 0.714], [-1.0, 0.0]])
+    y = np.array([0, 0, 1, 0, 2])
+    # query 0: others by similarity 1 (A), 2 (B), 3 (A), 4 -> top-2: A, B -> (1 + 0) / 2 = 0.5
+    # the class-2 query has R = 0 and is not counted by either implementation
+    pml = map_at_r(E[:4], y[:4])
+    assert pml == pytest.approx(map_at_r_torch(E[:4], y[:4]), abs=1e-6)
+
+
+def test_perfect_and_worst_embeddings():
+    y = np.repeat(np.arange(5), 4)
+    perfect = np.eye(5)[y]
+    assert map_at_r(perfect, y) == pytest.approx(1.0)
+    assert map_at_r_torch(perfect, y) == pytest.approx(1.0)
+
+
+def test_brute_force_matches_pml_on_random_data():
+    g = torch.Generator().manual_seed(5)
+    E, y = torch.randn(500, 16, generator=g), torch.randint(0, 20, (500,), generator=g)
+    assert map_at_r_torch(E, y, chunk=77) == pytest.approx(map_at_r(E, y), abs=1e-5)
+
+
+def test_bad_inputs():
+    with pytest.raises(ValueError, match="4 embeddings but 3 labels"):
+        map_at_r(np.eye(4), [0, 0, 1])
+    with pytest.raises(ValueError, match="single item"):
+        map_at_r(np.eye(3), [0, 1, 2])
+
+
+def test_random_level_is_low():
+    y = np.repeat(np.arange(20), 5)
+    r = random_map_at_r(y, draws=10)
+    assert 0 < r < 0.05
+
+
+def test_sampler_batches_m_per_class_and_seeded():
+    y = np.repeat(np.arange(12), 5)
+    b = next(batches(y, 16, 4, seed=1))
+    assert sorted(np.bincount(y[b])[np.bincount(y[b]) > 0]) == [4, 4, 4, 4]
+    assert np.array_equal(b, next(batches(y, 16, 4, seed=1)))
+    assert not np.array_equal(b, next(batches(y, 16, 4, seed=2)))
+    with pytest.raises(ValueError, match="cannot fill a batch"):
+        next(batches(np.arange(3), 8, 2))
+
+
+def _toy(seed=0):
+    g = torch.Generator().manual_seed(seed)
+    protos = torch.rand(10, 3, 8, 8, generator=g)
+    y = torch.arange(10).repeat_interleave(8)
+    return protos[y] + 0.3 * torch.randn(len(y), 3, 8, 8, generator=g), y
+
+
+@pytest.mark.parametrize("loss", ["triplet", "arcface"])
+def test_training_improves_and_is_deterministic(loss):
+    X, y = _toy()
+    tr = (torch.arange(len(y)) % 8) < 5
+    val = lambda m: map_at_r(embed(m, X[~tr]), y[~tr])
+    torch.manual_seed(0)
+    before = val(EmbeddingCNN((8, 16), dim=16, in_size=8))
+    runs = []
+    for _ in range(2):
+        torch.manual_seed(0)
+        runs.append(train_embedder(EmbeddingCNN((8, 16), dim=16, in_size=8), loss, X[tr], y[tr], steps=40,
+                                   batch_size=8, validate=val, val_every=10, seed=3, progress=False))
+    assert runs[0].best_score > before
+    assert runs[0].history.equals(runs[1].history)
+    # the returned model is the best validated one
+    assert val(runs[0].model) == pytest.approx(runs[0].best_score)
+
+
+def test_early_stopping_with_patience():
+    X, y = _toy()
+    calls = []
+    def val(m):
+        calls.append(1)
+        return 0.5 if len(calls) == 1 else 0.1          # never improves after the first validation
+    r = train_embedder(EmbeddingCNN((8, 16), dim=16, in_size=8), "contrastive", X, y, steps=100, batch_size=16,
+                       validate=val, val_every=5, patience=2, progress=False)
+    assert r.best_step == 5 and len(r.history) == 3
+
+
+def test_repeated_metrics_and_mean_std():
+    X, y = _toy()
+    df = repeated_metrics(EmbeddingCNN((8, 16), dim=16, in_size=8), lambda s: X + 0.05 * s, y, seeds=range(4))
+    assert len(df) == 4 and df.map_at_r.between(0, 1).all()
+    assert mean_std([2.0, 4.0]) == (3.0, pytest.approx(2 ** 0.5))
+    assert mean_std([1.0]) == (1.0, 0.0)
