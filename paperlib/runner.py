@@ -279,6 +279,8 @@ def reproduce(names=(), profile: str | None = None, jobs: int | None = None, for
             log(f"[{s}] unchanged since {time.strftime('%Y-%m-%d %H:%M', time.localtime(m.get('finished', 0)))}: cached")
         else: queue.append((s, key, parts))
     running: dict[str, tuple] = {}
+    # a SIGTERM (a killed CI job, `kill`) takes the same way out as Ctrl-C: children killed, staging discarded
+    old_term = signal.signal(signal.SIGTERM, _raise_interrupt) if threading.current_thread() is threading.main_thread() else None
     try:
         while queue or running:
             while queue and len(running) < jobs:
@@ -330,9 +332,13 @@ def reproduce(names=(), profile: str | None = None, jobs: int | None = None, for
         write_index(reports, root)
         raise
     finally:
+        if old_term is not None: signal.signal(signal.SIGTERM, old_term)
         for f in (reports / ".staging").glob("*.json") if (reports / ".staging").exists() else []: f.unlink(missing_ok=True)
     write_index(reports, root)
     return [runs[s] for s in slugs]
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
 
 def _keep_failed(reports: Path, slug: str, staging: Path, tail: list[str]):
     "Keep a failed attempt for debugging under reports/.failed/<slug>/, never over the good report."

@@ -91,7 +91,8 @@ def test_parallel_jobs_divide_threads(project):
         m = json.loads((project / "reports" / s / "manifest.json").read_text())
         assert m["parameters"]["threads"] == expected
 
-def test_ctrl_c_leaves_no_half_written_report(project):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_leaves_no_half_written_report(project, sig):
     env = {**os.environ, "PAPERLIB_TEST_SLEEP": "60"}
     p = subprocess.Popen([sys.executable, "-m", "paperlib.cli", "reproduce", "slow", "--profile", "ci"], cwd=project,
                          env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -100,12 +101,15 @@ def test_ctrl_c_leaves_no_half_written_report(project):
     while time.time() < deadline and not (staging.exists() and any(d.is_dir() for d in staging.iterdir())):
         time.sleep(0.2)
     time.sleep(3)
-    p.send_signal(signal.SIGINT)
+    p.send_signal(sig)
     out, _ = p.communicate(timeout=60)
     assert p.returncode == 130, out
     assert not (project / "reports/slow").exists()
     assert not any(d.is_dir() for d in staging.iterdir())
     assert json.loads((project / "reports/status.json").read_text())["slow"]["status"] == "interrupted"
+    import psutil
+    assert not [q for q in psutil.process_iter(["cmdline"]) if str(project) in " ".join(q.info["cmdline"] or [])
+                and "paperlib.runner" in " ".join(q.info["cmdline"] or [])], "the child runner outlived its batch"
 
 def test_cache_key_follows_imported_library_code(tmp_path):
     pkg = tmp_path / "paperlib"; pkg.mkdir()
