@@ -381,6 +381,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                  'paperlib.runner._kill_tree': ('runner.html#_kill_tree', 'paperlib/runner.py'),
                                  'paperlib.runner._no_interrupt': ('runner.html#_no_interrupt', 'paperlib/runner.py'),
                                  'paperlib.runner._pkg_dir': ('runner.html#_pkg_dir', 'paperlib/runner.py'),
+                                 'paperlib.runner._raise_interrupt': ('runner.html#_raise_interrupt', 'paperlib/runner.py'),
                                  'paperlib.runner._sha': ('runner.html#_sha', 'paperlib/runner.py'),
                                  'paperlib.runner._swap_in': ('runner.html#_swap_in', 'paperlib/runner.py'),
                                  'paperlib.runner.cache_key': ('runner.html#cache_key', 'paperlib/runner.py'),
