@@ -15,9 +15,9 @@ from .data import fingerprint_real
 
 # %% auto #0
 __all__ = ['paper_notebooks', 'check_papers', 'read_nb', 'paper_meta', 'code_cells', 'imported_modules', 'packages_digest',
-           'fingerprint_tree', 'gpu_visible', 'cache_key', 'cell_seconds', 'execute_paper', 'mathjax_source',
-           'export_html', 'PaperRun', 'load_status', 'record_status', 'read_manifest', 'reproduce', 'child_main',
-           'collection_rows', 'write_index', 'format_table', 'summary']
+           'fingerprint_tree', 'gpu_visible', 'cache_key', 'cell_seconds', 'execute_paper', 'mathjax_dir',
+           'mathjax_source', 'export_html', 'PaperRun', 'load_status', 'record_status', 'read_manifest', 'reproduce',
+           'child_main', 'collection_rows', 'esc', 'write_index', 'format_table', 'summary']
 
 # %% ../nbs/07_runner.ipynb #d8189760
 def paper_notebooks(root: Path | None = None) -> dict[str, Path]:
@@ -167,11 +167,17 @@ _TEMPLATE = r"""{%- extends 'lab/index.html.j2' -%}
 {%- endblock html_head_js_mathjax -%}
 """
 
+def mathjax_dir() -> Path:
+    "The `es5` folder of the installed MathJax 3 (django-static-mathjax)."
+    try: import mathjax
+    except ImportError: raise FileNotFoundError("MathJax is missing: pip install django-static-mathjax") from None
+    d = Path(mathjax.__file__).parent / "static" / "mathjax" / "es5"
+    if not (d / "tex-svg.js").exists(): raise FileNotFoundError(f"{d / 'tex-svg.js'} not found: reinstall django-static-mathjax")
+    return d
+
 def mathjax_source() -> str:
-    "MathJax 3 tex-svg, from the installed django-static-mathjax wheel."
-    import mathjax
-    p = Path(mathjax.__file__).parent / "static" / "mathjax" / "es5" / "tex-svg.js"
-    if not p.exists(): raise FileNotFoundError(f"{p} not found: reinstall django-static-mathjax")
+    "MathJax 3 tex-svg, from the installed django-static-mathjax wheel, ready to inline."
+    p = mathjax_dir() / "tex-svg.js"
     # the bundle's own comments name its project URL; keep the HTML free of any http(s) reference
     return p.read_text(encoding="utf-8").replace("</script", "<\\/script")
 
@@ -384,7 +390,8 @@ def collection_rows(reports: Path, root: Path | None = None) -> list[dict]:
                          last_status=st.get("status") or ("ok" if m else "never run"), error=st.get("error")))
     return rows
 
-def _esc(s) -> str:
+def esc(s) -> str:
+    "HTML-escaped text; None is empty."
     import html
     return html.escape("" if s is None else str(s))
 
@@ -394,16 +401,16 @@ def write_index(reports: Path, root: Path | None = None) -> Path:
     trs = []
     for r in rows:
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r["finished"])) if r["finished"] else ""
-        link = f'<a href="{_esc(r["slug"])}/report.html">report</a>' if r["has_report"] else "no report yet"
+        link = f'<a href="{esc(r["slug"])}/report.html">report</a>' if r["has_report"] else "no report yet"
         st = r["last_status"]
         cls = {"ok": "ok", "cached": "ok"}.get(st, "bad" if st in ("failed", "timeout", "interrupted") else "none")
-        note = f'<div class="err">{_esc(st)}: {_esc(r["error"])}' + (" (showing the last good report)" if r["has_report"] else "") + "</div>" if r["error"] else ""
+        note = f'<div class="err">{esc(st)}: {esc(r["error"])}' + (" (showing the last good report)" if r["has_report"] else "") + "</div>" if r["error"] else ""
         secs = f'{r["seconds"]:.0f} s' if r["seconds"] is not None else ""
         verd = "" if r["reproduced"] is None else (f'<span class="re">{r["reproduced"]}</span> / <span class="nr">{r["not_reproduced"]}</span> / '
                                                    f'<span class="nc">{r["not_checkable"]}</span>')
-        trs.append(f'<tr class="{cls}"><td><b>{_esc(r["title"])}</b><br><code>{_esc(r["slug"])}</code>{note}</td><td>{_esc(r["venue"])}</td>'
-                   f'<td>{_esc(r["data"])}{" — " + _esc(r["data_name"]) if r["data_name"] else ""}</td><td>{_esc(r["profile"])}</td>'
-                   f'<td>{_esc(r["device"])}</td><td>{secs}</td><td>{verd}</td><td>{_esc(st)}</td><td>{_esc(when)}</td><td>{link}</td></tr>')
+        trs.append(f'<tr class="{cls}"><td><b>{esc(r["title"])}</b><br><code>{esc(r["slug"])}</code>{note}</td><td>{esc(r["venue"])}</td>'
+                   f'<td>{esc(r["data"])}{" — " + esc(r["data_name"]) if r["data_name"] else ""}</td><td>{esc(r["profile"])}</td>'
+                   f'<td>{esc(r["device"])}</td><td>{secs}</td><td>{verd}</td><td>{esc(st)}</td><td>{esc(when)}</td><td>{link}</td></tr>')
     page = f"""<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>paperlib — the collection</title>
 <style>body{{font-family:system-ui,sans-serif;margin:2em;color:#222}}table{{border-collapse:collapse;width:100%}}
 td,th{{border-bottom:1px solid #ddd;padding:.45em .6em;text-align:left;vertical-align:top}}th{{background:#f4f4f4}}

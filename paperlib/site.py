@@ -4,17 +4,17 @@
 
 # %% ../nbs/09_site.ipynb #46cb57cc
 from __future__ import annotations
-import os, re, sys, json, html, time, shutil, inspect, importlib, traceback
+import os, re, sys, json, time, shutil, inspect, importlib, traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .core import project_root, read_settings, PROFILES
-from .runner import paper_notebooks, paper_meta, collection_rows, read_nb, read_manifest, load_status
+from .runner import paper_notebooks, paper_meta, collection_rows, read_nb, read_manifest, load_status, esc, mathjax_dir
 
 # %% auto #0
-__all__ = ['MATHJAX_CONFIG', 'SITE_CSS', 'FAVICON', 'PROFILE_DOC', 'Page', 'rel', 'esc', 'mathjax_dir', 'copy_mathjax',
-           'notebook_css', 'prepare_notebook', 'NotebookRenderer', 'source_html', 'api_entries', 'api_html', 'sidebar',
-           'render_page', 'home_body', 'claims_table', 'data_badge', 'paper_head', 'paper_layouts', 'guide_markdown',
+__all__ = ['MATHJAX_CONFIG', 'SITE_CSS', 'FAVICON', 'PROFILE_DOC', 'Page', 'rel', 'copy_mathjax', 'notebook_css',
+           'prepare_notebook', 'NotebookRenderer', 'source_html', 'api_entries', 'api_html', 'sidebar', 'render_page',
+           'home_body', 'claims_table', 'data_badge', 'paper_head', 'paper_layouts', 'guide_markdown',
            'library_notebooks', 'build_site']
 
 # %% ../nbs/09_site.ipynb #c7c12ee5
@@ -34,18 +34,7 @@ def rel(src: str, dst: str) -> str:
     r = os.path.relpath(dst, os.path.dirname(src) or ".").replace(os.sep, "/")
     return r + (f"#{frag}" if frag else "")
 
-def esc(s) -> str:
-    return html.escape("" if s is None else str(s))
-
 # %% ../nbs/09_site.ipynb #f64a15fa
-def mathjax_dir() -> Path:
-    "The `es5` folder of the installed MathJax 3 (django-static-mathjax)."
-    try: import mathjax
-    except ImportError: raise FileNotFoundError("MathJax is missing: pip install django-static-mathjax") from None
-    d = Path(mathjax.__file__).parent / "static" / "mathjax" / "es5"
-    if not (d / "tex-svg.js").exists(): raise FileNotFoundError(f"{d / 'tex-svg.js'} not found: reinstall django-static-mathjax")
-    return d
-
 def copy_mathjax(static: Path) -> Path:
     "Copy tex-svg.js and the TeX extensions it may autoload into `static/mathjax/`; return the script."
     src, dst = mathjax_dir(), Path(static) / "mathjax"
