@@ -13,8 +13,8 @@ import numpy as np
 
 # %% auto #0
 __all__ = ['SETTINGS_DEFAULTS', 'PROFILES', 'KEY_PACKAGES', 'project_root', 'read_settings', 'check_profile', 'by_profile',
-           'resolve_device', 'seed_everything', 'set_threads', 'torch_threads', 'package_versions', 'git_state',
-           'provenance', 'RunContext']
+           'resolve_device', 'seed_everything', 'set_threads', 'torch_threads', 'parallel_map', 'package_versions',
+           'git_state', 'provenance', 'RunContext']
 
 # %% ../nbs/00_core.ipynb #bde6a852
 def project_root(start: str | Path | None = None) -> Path:
@@ -93,6 +93,35 @@ def torch_threads(n: int | None):
     if n: torch.set_num_threads(max(1, int(n)))
     try: yield
     finally: torch.set_num_threads(old)
+
+# %% ../nbs/00_core.ipynb #af694e93
+_JOBS: tuple | None = None
+
+def _run_job(i: int):
+    import io, torch
+    fn, items = _JOBS
+    torch.set_num_threads(1)
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf): result = fn(items[i])
+    return result, buf.getvalue()
+
+def parallel_map(fn, items, workers: int | None = 1) -> list:
+    "`[fn(x) for x in items]`, in up to `workers` forked processes of one torch thread each; results in input order."
+    global _JOBS
+    import torch
+    items = list(items)
+    workers = max(1, min(int(workers or 1), len(items)))
+    if workers == 1 or not hasattr(os, "fork") or torch.cuda.is_initialized(): return [fn(x) for x in items]
+    import multiprocessing
+    _JOBS = (fn, items)
+    try:
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            out = []
+            for result, printed in pool.imap(_run_job, range(len(items)), chunksize=1):
+                if printed: print(printed, end="")
+                out.append(result)
+            return out
+    finally: _JOBS = None
 
 # %% ../nbs/00_core.ipynb #df09d3f2
 KEY_PACKAGES = ("paperlib", "numpy", "scipy", "pandas", "scikit-learn", "statsmodels", "torch", "gudhi",

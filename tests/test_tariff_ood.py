@@ -11,7 +11,7 @@ from paperlib.data import DataError
 from paperlib.papers.tariff_ood import (
     H, LEVELS, METHODS, HOUR_COLS, TOUSim, TOUSimConfig, t_in, t_out, policy_alloc, tousim_data, load_powertac,
     write_powertac_csv, window_sets, TOUForecaster, PermEquivariant, is_permutation_equivariant, pinball_loss,
-    fit_forecaster, window_aql, realized_gains, oracle_gains, znorm_stats, predict, evaluate_setting, level_entropy)
+    fit_forecaster, window_aql, realized_gains, oracle_gains, znorm_stats, predict, evaluate_setting, evaluate_settings, level_entropy)
 
 
 # --- the real-data path: PowerTAC logs exported as CSV ----------------------------------------------------------
@@ -221,8 +221,23 @@ def gates():
     "Every method trained on one biased setting (|T_in| = 5, the smoke profile's training recipe on 8 consumers)."
     sim = TOUSim(TOUSimConfig(n_consumers=8), seed=0)
     data = tousim_data(sim, 5, n_out_eval=6)
-    res = evaluate_setting(data, list(METHODS), epochs=20, batch=128, lr=2e-3, log=lambda *a: None)
+    res = evaluate_setting(data, list(METHODS), epochs=20, batch=128, lr=2e-3, log=lambda *a: None, workers=2)
     return res["aql"].groupby(["scenario", "method"]).aql.mean()
+
+
+def test_fits_in_worker_processes_give_the_serial_numbers():
+    "Each (setting, seed, method) fit seeds itself, so spreading fits over processes changes no number or order."
+    sim = TOUSim(CFG, seed=0)
+    settings = {k: tousim_data(sim, k, n_out_eval=2) for k in (3, 5)}
+    kw = dict(methods=["NoX", "Att.+PE", "UB"], seeds=(0, 1), epochs=2, batch=64, lr=2e-3, log=lambda *a: None)
+    serial, par = evaluate_settings(settings, workers=1, **kw), evaluate_settings(settings, workers=2, **kw)
+    for k in settings:
+        pd.testing.assert_frame_equal(serial[k]["aql"], par[k]["aql"])
+        pd.testing.assert_frame_equal(serial[k]["gains"], par[k]["gains"])
+        pd.testing.assert_frame_equal(serial[k]["curves"], par[k]["curves"])
+        assert list(par[k]["curves"].method) == ["NoX", "Att.+PE", "UB"] * 2
+        assert list(serial[k]["samples"]) == list(par[k]["samples"]) == ["Att.+PE"]
+    assert not serial[3]["aql"].aql.equals(serial[5]["aql"].aql)      # the settings really differ
 
 
 def test_gate_ub_beats_att_pe_ood(gates):

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 from scipy import stats as sps
 
-from ..core import torch_threads
+from ..core import torch_threads, parallel_map
 from ..data import Column, Layout, DataError, load_real_tables, register_layout
 from ..stats import correct_pvalues
 
@@ -25,7 +25,7 @@ __all__ = ['H', 'LEVELS', 'LEVEL_NAMES', 'METHODS', 'HOUR_COLS', 'POWERTAC_LAYOU
            'attention', 'PermEquivariant', 'is_permutation_equivariant', 'cat_embedding', 'IQNEmbedding',
            'TOUForecaster', 'pinball_loss', 'znorm_stats', 'make_windows', 'window_sets', 'predict', 'window_aql',
            'fit_forecaster', 'price_options', 'gain', 'greedy_allocation', 'realized_gains', 'oracle_gains',
-           'evaluate_setting', 'one_sided_wilcoxon', 'paired_table']
+           'evaluate_settings', 'evaluate_setting', 'one_sided_wilcoxon', 'paired_table']
 
 # %% ../../nbs/papers/tariff_ood.ipynb #d4c4943f
 H = 24
@@ -629,41 +629,56 @@ def oracle_gains(data: TOUData, w: dict) -> dict:
     return realized_gains(data, w, w["y"].numpy(), mu, sd)
 
 # %% ../../nbs/papers/tariff_ood.ipynb #b81ba65c
-def evaluate_setting(data: TOUData, methods=METHODS, seeds=(0,), epochs=30, batch=64, lr=1e-3, device="cpu",
-                     n_out_eval=None, sample_methods=("FC", "Att.", "Att.-HOD", "Att.+PE"), log=print, threads=1) -> dict:
-    "Train and test every method on one setting: per-window AQL rows, realized gains, val curves, sample forecasts."
-    with torch_threads(threads if device == "cpu" else None):
-        return _evaluate(data, methods, seeds, epochs, batch, lr, device, n_out_eval, sample_methods, log)
+def evaluate_settings(settings: dict, methods=METHODS, seeds=(0,), epochs=30, batch=64, lr=1e-3, device="cpu",
+                      n_out_eval=None, sample_methods=("FC", "Att.", "Att.-HOD", "Att.+PE"), log=print, threads=1,
+                      workers=1) -> dict:
+    "{key: result} for every setting of `settings` {key: TOUData}: every (setting, seed, method) fit is one job, spread over `workers` processes on CPU."
+    sets = {k: window_sets(d, n_out_eval) for k, d in settings.items()}
+    jobs = [(k, s, m) for k, d in settings.items() for s in seeds for m in methods
+            if not (m == "UB" and d.shift_into is None)]               # the oracle needs the simulator's shift flags
+    def job(ksm):
+        k, s, m = ksm
+        with torch_threads(threads if device == "cpu" else None):
+            return _method_run(settings[k], sets[k], s, m, epochs, batch, lr, device, s == seeds[0] and m in sample_methods)
+    runs = dict(zip(jobs, parallel_map(job, jobs, workers if device == "cpu" else 1)))
+    out = {}
+    for k, data in settings.items():
+        mine = [r for (kk, _, _), r in runs.items() if kk == k]
+        for r in mine: log(r["line"])
+        gains = [g for r in mine for g in r["gains"]]
+        if "profit" in sets[k]:
+            for opt, g in oracle_gains(data, sets[k]["profit"]).items():
+                gains.append(_gain_rows(data, g, -1, "oracle", opt))
+        scen = [sc for sc in ("iid", "ood") if sc in sets[k]]
+        out[k] = dict(aql=pd.concat([a for r in mine for a in r["aql"]], ignore_index=True),
+                      gains=pd.concat(gains, ignore_index=True) if gains else None,
+                      curves=pd.DataFrame([r["curve"] for r in mine]),
+                      samples={r["curve"]["method"]: r["samples"] for r in mine if r["samples"] is not None},
+                      sets={sc: sets[k][sc] for sc in scen}, mu=sets[k]["mu"], sd=sets[k]["sd"])
+    return out
 
-def _evaluate(data, methods, seeds, epochs, batch, lr, device, n_out_eval, sample_methods, log):
-    sets = window_sets(data, n_out_eval)
-    aql, gains, curves, samples = [], [], [], {}
-    scen = [s for s in ("iid", "ood") if s in sets]
-    for s in seeds:
-        for m in methods:
-            if m == "UB" and data.shift_into is None: continue      # the oracle needs the simulator's shift flags
-            model, hist = fit_forecaster(m, sets["train"], sets["val"], epochs=epochs, batch=batch, lr=lr,
-                                         seed=1000 * s + METHODS.index(m), device=device)
-            curves.append(dict(seed=s, method=m, best_val_aql=min(hist), best_epoch=int(np.argmin(hist)) + 1))
-            for sc in scen:
-                w = sets[sc]
-                aql.append(pd.DataFrame(dict(seed=s, method=m, scenario=sc.upper(), window=np.arange(len(w["y"])),
-                                             consumer=w["c"], day=w["d"], profile=w["p"], aql=window_aql(model, w, device))))
-            if "profit" in sets:
-                med = predict(model, sets["profit"], taus=(0.5,), device=device)[:, 0].numpy()
-                for opt, g in realized_gains(data, sets["profit"], med, sets["mu"], sets["sd"]).items():
-                    gains.append(pd.DataFrame(dict(seed=s, method=m, option=opt, consumer=np.repeat(np.arange(g.shape[0]), g.shape[1]),
-                                                   day=np.tile(data.test_days, g.shape[0]), gain=g.ravel())))
-            if s == seeds[0] and m in sample_methods:
-                samples[m] = {sc: predict(model, sets[sc], device=device).numpy() for sc in scen}
-            log(f"{data.name} seed {s} {m}: val {min(hist):.4f}" + "".join(
-                f", {sc} {aql[-len(scen) + i].aql.mean():.4f}" for i, sc in enumerate(scen)))
+def evaluate_setting(data: TOUData, methods=METHODS, **kw) -> dict:
+    "`evaluate_settings` of one setting: per-window AQL rows, realized gains, val curves, sample forecasts."
+    return evaluate_settings({0: data}, methods, **kw)[0]
+
+def _gain_rows(data, g, seed, method, option):
+    return pd.DataFrame(dict(seed=seed, method=method, option=option, consumer=np.repeat(np.arange(g.shape[0]), g.shape[1]),
+                             day=np.tile(data.test_days, g.shape[0]), gain=g.ravel()))
+
+def _method_run(data, sets, s, m, epochs, batch, lr, device, keep_samples):
+    "Fit method `m` with seed `s` and test it: AQL rows per scenario, realized gains, the val curve, samples, a log line."
+    scen = [sc for sc in ("iid", "ood") if sc in sets]
+    model, hist = fit_forecaster(m, sets["train"], sets["val"], epochs=epochs, batch=batch, lr=lr,
+                                 seed=1000 * s + METHODS.index(m), device=device)
+    aql = [pd.DataFrame(dict(seed=s, method=m, scenario=sc.upper(), window=np.arange(len(sets[sc]["y"])), consumer=sets[sc]["c"],
+                             day=sets[sc]["d"], profile=sets[sc]["p"], aql=window_aql(model, sets[sc], device))) for sc in scen]
+    gains = []
     if "profit" in sets:
-        for opt, g in oracle_gains(data, sets["profit"]).items():
-            gains.append(pd.DataFrame(dict(seed=-1, method="oracle", option=opt, consumer=np.repeat(np.arange(g.shape[0]), g.shape[1]),
-                                           day=np.tile(data.test_days, g.shape[0]), gain=g.ravel())))
-    return dict(aql=pd.concat(aql, ignore_index=True), gains=pd.concat(gains, ignore_index=True) if gains else None,
-                curves=pd.DataFrame(curves), samples=samples, sets={sc: sets[sc] for sc in scen}, mu=sets["mu"], sd=sets["sd"])
+        med = predict(model, sets["profit"], taus=(0.5,), device=device)[:, 0].numpy()
+        gains = [_gain_rows(data, g, s, m, opt) for opt, g in realized_gains(data, sets["profit"], med, sets["mu"], sets["sd"]).items()]
+    return dict(aql=aql, gains=gains, curve=dict(seed=s, method=m, best_val_aql=min(hist), best_epoch=int(np.argmin(hist)) + 1),
+                samples={sc: predict(model, sets[sc], device=device).numpy() for sc in scen} if keep_samples else None,
+                line=f"{data.name} seed {s} {m}: val {min(hist):.4f}" + "".join(f", {sc} {a.aql.mean():.4f}" for sc, a in zip(scen, aql)))
 
 # %% ../../nbs/papers/tariff_ood.ipynb #a6fe378f
 def one_sided_wilcoxon(diff, alternative="less") -> tuple:
