@@ -218,7 +218,7 @@ def test_oracle_allocation_is_an_upper_bound_of_realized_gain():
 
 @pytest.fixture(scope="module")
 def gates():
-    "Every method trained on one biased setting (|T_in| = 5, the smoke profile's training recipe on 8 consumers)."
+    "Every method trained on one biased setting (|T_in| = 5, 8 consumers, Adam lr 2e-3, batch 128, 20 epochs)."
     sim = TOUSim(TOUSimConfig(n_consumers=8), seed=0)
     data = tousim_data(sim, 5, n_out_eval=6)
     res = evaluate_setting(data, list(METHODS), epochs=20, batch=128, lr=2e-3, log=lambda *a: None, workers=2)
