@@ -11,7 +11,8 @@ from paperlib.data import DataError
 from paperlib.papers.tariff_ood import (
     H, LEVELS, METHODS, HOUR_COLS, TOUSim, TOUSimConfig, t_in, t_out, policy_alloc, tousim_data, load_powertac,
     write_powertac_csv, window_sets, TOUForecaster, PermEquivariant, is_permutation_equivariant, pinball_loss,
-    fit_forecaster, window_aql, realized_gains, oracle_gains, znorm_stats, predict, evaluate_setting, evaluate_settings, level_entropy)
+    fit_forecaster, equivariance_error, window_aql, realized_gains, oracle_gains, znorm_stats, predict, evaluate_setting, evaluate_settings, level_entropy,
+    tariff_branch_error, tariff_branch_diagram)
 
 
 # --- the real-data path: PowerTAC logs exported as CSV ----------------------------------------------------------
@@ -191,6 +192,28 @@ def test_equivariance_survives_training_and_the_controls_are_not_equivariant():
     assert not is_permutation_equivariant(TOUForecaster("Att.+PE", kv_use_hod=True).exog, fut, dim=-1, out_dim=-2)
     x = torch.randn(3, H, 10)
     assert is_permutation_equivariant(PermEquivariant(pool="mean"), x)
+
+
+def test_the_oracle_branch_is_equivariant_only_when_its_flags_move_with_the_tariffs():
+    torch.manual_seed(0)
+    ub = TOUForecaster("UB").eval()
+    rng = np.random.default_rng(0)
+    fut = torch.tensor(rng.choice(LEVELS, (8, H)), dtype=torch.float32)
+    flag = torch.tensor(rng.random((8, H)) < 0.2, dtype=torch.float32)
+    assert tariff_branch_error(ub, fut, flag) <= 1e-5                     # tokens = (tariff, flag) permuted together
+    stuck = equivariance_error(lambda f: ub.exog(f, flag), fut, dim=-1, out_dim=-2)   # flags left in place
+    assert stuck > 1e-3
+    assert tariff_branch_error(TOUForecaster("FC").eval(), fut) > 1e-3
+
+
+def test_the_architecture_diagrams_are_read_from_the_model():
+    nodes, edges = tariff_branch_diagram(TOUForecaster("FC"))
+    assert any("24\u2192240" in n for n in nodes)
+    for m in METHODS:
+        nodes, edges = tariff_branch_diagram(TOUForecaster(m))
+        assert all(a in nodes and b in nodes for a, b in edges)
+        assert any(n.startswith("exog") for n in nodes)
+        assert any("hour of day" in n for n in nodes) == (m == "Att.")          # position enters only Att.
 
 
 def test_pinball_loss_matches_its_definition():

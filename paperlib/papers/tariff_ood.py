@@ -22,10 +22,11 @@ from ..stats import correct_pvalues
 __all__ = ['H', 'LEVELS', 'LEVEL_NAMES', 'METHODS', 'HOUR_COLS', 'POWERTAC_LAYOUTS', 'COUNTERFACTUAL_LAYOUT', 'TABLE1_SETS',
            'EVAL_TAUS', 'INPUTS', 'level_entropy', 'TOUData', 'load_powertac', 'write_powertac_csv', 'TOUSimConfig',
            'TOUSim', 't_in', 't_out', 'policy_alloc', 'flat_price_load', 'tousim_data', 'box_diagram', 'DCNN',
-           'attention', 'PermEquivariant', 'is_permutation_equivariant', 'cat_embedding', 'IQNEmbedding',
-           'TOUForecaster', 'pinball_loss', 'znorm_stats', 'make_windows', 'window_sets', 'predict', 'window_aql',
-           'fit_forecaster', 'price_options', 'gain', 'greedy_allocation', 'realized_gains', 'oracle_gains',
-           'evaluate_settings', 'evaluate_setting', 'one_sided_wilcoxon', 'paired_table']
+           'attention', 'PermEquivariant', 'equivariance_error', 'is_permutation_equivariant', 'cat_embedding',
+           'IQNEmbedding', 'TOUForecaster', 'tariff_branch_diagram', 'pinball_loss', 'znorm_stats', 'make_windows',
+           'window_sets', 'predict', 'window_aql', 'fit_forecaster', 'price_options', 'gain', 'greedy_allocation',
+           'realized_gains', 'oracle_gains', 'evaluate_settings', 'evaluate_setting', 'tariff_branch_error',
+           'one_sided_wilcoxon', 'paired_table']
 
 # %% ../../nbs/papers/tariff_ood.ipynb #d4c4943f
 H = 24
@@ -370,11 +371,11 @@ def box_diagram(nodes: dict, edges: list, ax=None, title=None, colors=None):
     import matplotlib.pyplot as plt
     if ax is None: _, ax = plt.subplots(figsize=(8, 4))
     ax.set_axis_off()
-    for n, (x, y) in nodes.items():
-        ax.text(x, y, n, ha="center", va="center", fontsize=8, bbox=dict(boxstyle="round,pad=0.4",
-                fc=(colors or {}).get(n, "#dbe9f6"), ec="#555"))
-    for a, b in edges:
-        ax.annotate("", xy=nodes[b], xytext=nodes[a], arrowprops=dict(arrowstyle="->", color="#444", shrinkA=18, shrinkB=18))
+    boxes = {n: ax.text(x, y, n, ha="center", va="center", fontsize=8, bbox=dict(boxstyle="round,pad=0.4",
+                        fc=(colors or {}).get(n, "#dbe9f6"), ec="#555")) for n, (x, y) in nodes.items()}
+    for a, b in edges:   # clipped to the two boxes, so an arrow runs edge to edge whatever the label's size
+        ax.annotate("", xy=nodes[b], xytext=nodes[a], arrowprops=dict(arrowstyle="->", color="#444", shrinkA=1, shrinkB=1,
+                    patchA=boxes[a].get_bbox_patch(), patchB=boxes[b].get_bbox_patch()))
     xs, ys = zip(*nodes.values())
     ax.set(xlim=(min(xs) - 0.8, max(xs) + 0.8), ylim=(min(ys) - 0.6, max(ys) + 0.6))
     if title: ax.set_title(title, fontsize=9)
@@ -413,16 +414,21 @@ class PermEquivariant(nn.Module):
         pooled = x.max(-2, keepdim=True).values if self.pool == "max" else x.mean(-2, keepdim=True)
         return self.sigma(self.lam(x) - self.gam(pooled))
 
-def is_permutation_equivariant(fn, x, n_perms=5, atol=1e-5, dim=-2, out_dim=None, seed=0) -> bool:
-    "Whether fn(x permuted along `dim`) == fn(x) permuted along `out_dim` (default `dim`) for `n_perms` random permutations."
+def equivariance_error(fn, x, n_perms=5, dim=-2, out_dim=None, seed=0) -> float:
+    "max |fn(x permuted along `dim`) - fn(x) permuted along `out_dim` (default `dim`)| over `n_perms` random permutations."
     g = torch.Generator().manual_seed(seed)
     out_dim = dim if out_dim is None else out_dim
+    err = 0.0
     with torch.no_grad():
         y = fn(x)
         for _ in range(n_perms):
             perm = torch.randperm(x.shape[dim], generator=g)
-            if not torch.allclose(fn(x.index_select(dim, perm)), y.index_select(out_dim, perm), atol=atol): return False
-    return True
+            err = max(err, float((fn(x.index_select(dim, perm)) - y.index_select(out_dim, perm)).abs().max()))
+    return err
+
+def is_permutation_equivariant(fn, x, n_perms=5, atol=1e-5, dim=-2, out_dim=None, seed=0) -> bool:
+    "Whether permuting `x` along `dim` permutes fn(x) along `out_dim` the same way, to `atol`, for `n_perms` random permutations."
+    return equivariance_error(fn, x, n_perms, dim, out_dim, seed) <= atol
 
 # %% ../../nbs/papers/tariff_ood.ipynb #a81c9788
 def cat_embedding(n, out=5, hidden=8):
@@ -486,6 +492,38 @@ class TOUForecaster(nn.Module):
         return self.head(z[:, None] * self.iqn(tau)[:, :, None]).squeeze(-1)
 
     def l2(self): return self.dcnn.l2()
+
+# %% ../../nbs/papers/tariff_ood.ipynb #b6fb27d1
+def _lin(l): return f"{l.in_features}\u2192{l.out_features}"
+
+def tariff_branch_diagram(model: TOUForecaster) -> tuple:
+    "(nodes {label: (x, y)}, edges) of the tariff branch of `model`, layer sizes read from its modules."
+    m, d = model.method, model.tariff[-1].out_features
+    tou = "TOU (24)" + (" +\noracle flag (24)" if m == "UB" else "")
+    x = f"x_h: MLP {_lin(model.tariff[0])}\u2192{model.tariff[-1].out_features}\n(shared over hours)"
+    out = f"exog (24 x {d})"
+    if m == "NoX": return {tou + "\nnot used": (0, 0), f"exog = zeros (24 x {d})": (2, 0)}, []
+    if m == "FC":
+        fc = f"Linear {_lin(model.fc)}\n(whole profile)"
+        return {tou: (0, 0), fc: (2, 0), out: (4, 0)}, [(tou, fc), (fc, out)]
+    nodes, edges = {tou: (0, 0), x: (2, 0)}, [(tou, x)]
+    if m == "Ind.": return {**nodes, out: (4, 0)}, edges + [(x, out)]
+    pe = f"PE: tanh(x\u039b - 1 maxpool(x) \u0393)\n{_lin(model.pe.lam)}, then Linear {_lin(model.pe_out)}" if hasattr(model, "pe") else None
+    if m == "PE": return {**nodes, pe: (4, 0), out: (6, 0)}, edges + [(x, pe), (pe, out)]
+    hod = "hour of day\nembedding (5)"
+    att = "Att(Q, K, V) =\nsoftmax(QK\u1d40/\u221ad) V"
+    kv = f"K, V: Linear {_lin(model.fk)}"
+    if m in ("Att.", "Att.-HOD"):
+        q = f"Q: Linear {_lin(model.fq)}"
+        nodes.update({q: (4, 0.7), kv: (4, -0.7), att: (6, 0), out: (8, 0)})
+        edges += [(x, q), (x, kv), (q, att), (kv, att), (att, out)]
+        if m == "Att.": nodes[hod] = (2, -1.4); edges += [(hod, q), (hod, kv)]
+        return nodes, edges
+    q = "Q: " + pe                                                                  # Att.+PE and UB
+    nodes.update({q: (4, 0.8), kv: (4, -0.8), att: (6.4, 0), out: (8.4, 0)})
+    edges += [(x, q), (x, kv), (q, att), (kv, att), (att, out)]
+    if model.kv_use_hod: nodes[hod] = (2, -1.4); edges.append((hod, kv))
+    return nodes, edges
 
 # %% ../../nbs/papers/tariff_ood.ipynb #de49e598
 EVAL_TAUS = (0.1, 0.5, 0.9)
@@ -632,7 +670,7 @@ def oracle_gains(data: TOUData, w: dict) -> dict:
 def evaluate_settings(settings: dict, methods=METHODS, seeds=(0,), epochs=30, batch=64, lr=1e-3, device="cpu",
                       n_out_eval=None, sample_methods=("FC", "Att.", "Att.-HOD", "Att.+PE"), log=print, threads=1,
                       workers=1) -> dict:
-    "{key: result} for every setting of `settings` {key: TOUData}: every (setting, seed, method) fit is one job, spread over `workers` processes on CPU."
+    "{key: result} for every setting of `settings` {key: TOUData}: every (setting, seed, method) fit is one job, spread over `workers` processes on CPU; `states` holds the trained weights."
     sets = {k: window_sets(d, n_out_eval) for k, d in settings.items()}
     jobs = [(k, s, m) for k, d in settings.items() for s in seeds for m in methods
             if not (m == "UB" and d.shift_into is None)]               # the oracle needs the simulator's shift flags
@@ -654,6 +692,7 @@ def evaluate_settings(settings: dict, methods=METHODS, seeds=(0,), epochs=30, ba
                       gains=pd.concat(gains, ignore_index=True) if gains else None,
                       curves=pd.DataFrame([r["curve"] for r in mine]),
                       samples={r["curve"]["method"]: r["samples"] for r in mine if r["samples"] is not None},
+                      states={(r["curve"]["seed"], r["curve"]["method"]): r["state"] for r in mine},
                       sets={sc: sets[k][sc] for sc in scen}, mu=sets[k]["mu"], sd=sets[k]["sd"])
     return out
 
@@ -677,8 +716,15 @@ def _method_run(data, sets, s, m, epochs, batch, lr, device, keep_samples):
         med = predict(model, sets["profit"], taus=(0.5,), device=device)[:, 0].numpy()
         gains = [_gain_rows(data, g, s, m, opt) for opt, g in realized_gains(data, sets["profit"], med, sets["mu"], sets["sd"]).items()]
     return dict(aql=aql, gains=gains, curve=dict(seed=s, method=m, best_val_aql=min(hist), best_epoch=int(np.argmin(hist)) + 1),
+                state={k: t.cpu() for k, t in model.state_dict().items()},
                 samples={sc: predict(model, sets[sc], device=device).numpy() for sc in scen} if keep_samples else None,
                 line=f"{data.name} seed {s} {m}: val {min(hist):.4f}" + "".join(f", {sc} {a.aql.mean():.4f}" for sc, a in zip(scen, aql)))
+
+# %% ../../nbs/papers/tariff_ood.ipynb #34e5f182
+def tariff_branch_error(model: TOUForecaster, fut, flag=None, n_perms=5, seed=0) -> float:
+    "equivariance_error of the tariff branch of `model` over permutations of the 24 hourly tokens (UB: tariffs and flags together)."
+    x = torch.stack([fut, fut * 0 if flag is None else flag], -1)                  # (n, 24, 2): one token per hour
+    return equivariance_error(lambda x: model.exog(x[..., 0], x[..., 1]), x, n_perms, dim=-2, seed=seed)
 
 # %% ../../nbs/papers/tariff_ood.ipynb #a6fe378f
 def one_sided_wilcoxon(diff, alternative="less") -> tuple:
