@@ -14,8 +14,8 @@ from statsmodels.stats.multitest import multipletests
 
 # %% auto #0
 __all__ = ['CORRECTIONS', 'PAIRED_TESTS', 'correct_pvalues', 'cohens_d', 'pairwise_ttests', 'add_corrected', 'corrected_ttests',
-           'format_p', 'p_matrix', 'levene_tests', 'bootstrap_ci', 'paired_tests', 'weat_association', 'wefat_score',
-           'weat_effect_size', 'weat_test']
+           'format_p', 'p_matrix', 'levene_tests', 'bootstrap_ci', 'paired_diff_test', 'paired_tests',
+           'weat_association', 'wefat_score', 'weat_effect_size', 'weat_test']
 
 # %% ../nbs/02_stats.ipynb #cc17ceb0
 CORRECTIONS = {"sidak": "sidak", "holm": "holm", "bonferroni": "bonferroni", "bh": "fdr_bh", "none": None}
@@ -153,6 +153,16 @@ def bootstrap_ci(statistic: Callable, *arrays, B: int = 1000, level: float = 0.9
 # %% ../nbs/02_stats.ipynb #3d5fa869
 PAIRED_TESTS = ("t", "wilcoxon")
 
+def paired_diff_test(d, test: str = "wilcoxon", alternative: str = "two-sided") -> tuple:
+    "(statistic, p) of the paired `test` on the differences `d`; p = 1 when every difference is 0 (scipy gives NaN)."
+    if test not in PAIRED_TESTS: raise ValueError(f"unknown paired test {test!r}; valid: {', '.join(PAIRED_TESTS)}")
+    if alternative not in ("two-sided", "greater", "less"):
+        raise ValueError(f"unknown alternative {alternative!r}; valid: two-sided, greater, less")
+    d = np.asarray(d, dtype=float)
+    if not np.any(d): return 0.0, 1.0                       # no difference at all: no evidence either way
+    r = sps.ttest_1samp(d, 0.0, alternative=alternative) if test == "t" else sps.wilcoxon(d, alternative=alternative)
+    return float(r.statistic), float(r.pvalue)
+
 def paired_tests(x, y, items=None, test: str = "t", correction: str = "bh", alternative: str = "two-sided") -> pd.DataFrame:
     "One paired test (`scipy.stats.ttest_rel` or `wilcoxon`) of `x[k]` vs `y[k]` per item k, corrected over the items."
     if test not in PAIRED_TESTS: raise ValueError(f"unknown paired test {test!r}; valid: {', '.join(PAIRED_TESTS)}")
@@ -169,12 +179,7 @@ def paired_tests(x, y, items=None, test: str = "t", correction: str = "bh", alte
     for name, xi, yi in zip(items, x, y):
         d = xi - yi
         sd = d.std(ddof=1)
-        if not np.any(d):  # no difference at all: no evidence either way (scipy would give NaN)
-            stat, p = 0.0, 1.0
-        elif test == "t":
-            r = sps.ttest_rel(xi, yi, alternative=alternative); stat, p = float(r.statistic), float(r.pvalue)
-        else:
-            r = sps.wilcoxon(xi, yi, alternative=alternative); stat, p = float(r.statistic), float(r.pvalue)
+        stat, p = paired_diff_test(d, test, alternative)
         rows.append(dict(item=name, n=len(d), mean_x=xi.mean(), mean_y=yi.mean(), mean_diff=d.mean(), sd_diff=sd,
                          dz=d.mean() / sd if sd > 0 else 0.0, statistic=stat, p=p))
     df = pd.DataFrame(rows)

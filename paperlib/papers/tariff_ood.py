@@ -16,7 +16,7 @@ from scipy import stats as sps
 
 from ..core import torch_threads, parallel_map
 from ..data import Column, Layout, DataError, load_real_tables, register_layout
-from ..stats import correct_pvalues
+from ..stats import correct_pvalues, paired_diff_test
 
 # %% auto #0
 __all__ = ['H', 'LEVELS', 'LEVEL_NAMES', 'METHODS', 'HOUR_COLS', 'POWERTAC_LAYOUTS', 'COUNTERFACTUAL_LAYOUT', 'TABLE1_SETS',
@@ -26,7 +26,7 @@ __all__ = ['H', 'LEVELS', 'LEVEL_NAMES', 'METHODS', 'HOUR_COLS', 'POWERTAC_LAYOU
            'IQNEmbedding', 'TOUForecaster', 'tariff_branch_diagram', 'pinball_loss', 'znorm_stats', 'make_windows',
            'window_sets', 'predict', 'window_aql', 'fit_forecaster', 'price_options', 'gain', 'greedy_allocation',
            'realized_gains', 'oracle_gains', 'evaluate_settings', 'evaluate_setting', 'tariff_branch_error',
-           'one_sided_wilcoxon', 'paired_table']
+           'paired_table']
 
 # %% ../../nbs/papers/tariff_ood.ipynb #d4c4943f
 H = 24
@@ -727,13 +727,6 @@ def tariff_branch_error(model: TOUForecaster, fut, flag=None, n_perms=5, seed=0)
     return equivariance_error(lambda x: model.exog(x[..., 0], x[..., 1]), x, n_perms, dim=-2, seed=seed)
 
 # %% ../../nbs/papers/tariff_ood.ipynb #a6fe378f
-def one_sided_wilcoxon(diff, alternative="less") -> tuple:
-    "(statistic, p) of the one-sided Wilcoxon signed-rank test of paired differences; p = 1 when every difference is 0."
-    diff = np.asarray(diff, float)
-    if not np.any(diff != 0): return 0.0, 1.0
-    r = sps.wilcoxon(diff, alternative=alternative, zero_method="wilcox")
-    return float(r.statistic), float(r.pvalue)
-
 def paired_table(df: pd.DataFrame, value: str, pairs: list, by: str = "k", unit=("seed", "window"), family=None,
                  alternative="less") -> pd.DataFrame:
     "One-sided Wilcoxon of value[a] - value[b] per `by` for each (a, b) in `pairs`, Holm-corrected across `by` per pair."
@@ -743,7 +736,7 @@ def paired_table(df: pd.DataFrame, value: str, pairs: list, by: str = "k", unit=
             w = g.set_index([*unit, "method"])[value].unstack("method")          # windows x methods (pivot_table is 10x slower)
             if a not in w or b not in w: continue
             diff = (w[a] - w[b]).to_numpy()
-            stat, p = one_sided_wilcoxon(diff, alternative)
+            stat, p = paired_diff_test(diff, "wilcoxon", alternative)
             rows.append({"family": family, "comparison": f"{a} {'<' if alternative == 'less' else '>'} {b}", by: kv,
                          "n": len(diff), f"mean_{a}": w[a].mean(), f"mean_{b}": w[b].mean(), "mean_diff": diff.mean(),
                          "W": stat, "p": p})
