@@ -113,11 +113,12 @@ def parallel_map(fn, items, workers: int | None = 1) -> list:
     workers = max(1, min(int(workers or 1), len(items)))
     if workers == 1 or not hasattr(os, "fork") or torch.cuda.is_initialized(): return [fn(x) for x in items]
     import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
     _JOBS = (fn, items)
-    try:
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
+    try:   # an executor, not a Pool: a worker killed (out of memory, a signal) is an error here, not a hang
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as ex:
             out = []
-            for result, printed in pool.imap(_run_job, range(len(items)), chunksize=1):
+            for result, printed in ex.map(_run_job, range(len(items))):
                 if printed: print(printed, end="")
                 out.append(result)
             return out
