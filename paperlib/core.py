@@ -115,13 +115,21 @@ def parallel_map(fn, items, workers: int | None = 1) -> list:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
     _JOBS = (fn, items)
-    try:   # an executor, not a Pool: a worker killed (out of memory, a signal) is an error here, not a hang
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as ex:
-            out = []
-            for result, printed in ex.map(_run_job, range(len(items))):
-                if printed: print(printed, end="")
-                out.append(result)
-            return out
+    # an executor, not a Pool: a worker killed (out of memory, a signal) is an error here, not a hang
+    ex = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+    try:
+        out = []
+        for result, printed in ex.map(_run_job, range(len(items))):
+            if printed: print(printed, end="")
+            out.append(result)
+        ex.shutdown()
+        return out
+    except BaseException:   # an error or Ctrl-C: stop at once rather than wait for every queued job
+        procs = list((getattr(ex, "_processes", None) or {}).values())
+        ex.shutdown(wait=False, cancel_futures=True)
+        for p in procs: p.terminate()
+        for p in procs: p.join()
+        raise
     finally: _JOBS = None
 
 # %% ../nbs/00_core.ipynb #df09d3f2
