@@ -153,21 +153,22 @@ def bootstrap_ci(statistic: Callable, *arrays, B: int = 1000, level: float = 0.9
 # %% ../nbs/02_stats.ipynb #3d5fa869
 PAIRED_TESTS = ("t", "wilcoxon")
 
-def paired_diff_test(d, test: str = "wilcoxon", alternative: str = "two-sided") -> tuple:
-    "(statistic, p) of the paired `test` on the differences `d`; p = 1 when every difference is 0 (scipy gives NaN)."
+def _check_paired(test, alternative):
     if test not in PAIRED_TESTS: raise ValueError(f"unknown paired test {test!r}; valid: {', '.join(PAIRED_TESTS)}")
     if alternative not in ("two-sided", "greater", "less"):
         raise ValueError(f"unknown alternative {alternative!r}; valid: two-sided, greater, less")
+
+def paired_diff_test(d, test: str = "wilcoxon", alternative: str = "two-sided") -> tuple:
+    "(statistic, p) of the paired `test` on the differences `d`; p = 1 when every difference is 0 (scipy gives NaN)."
+    _check_paired(test, alternative)
     d = np.asarray(d, dtype=float)
     if not np.any(d): return 0.0, 1.0                       # no difference at all: no evidence either way
     r = sps.ttest_1samp(d, 0.0, alternative=alternative) if test == "t" else sps.wilcoxon(d, alternative=alternative)
     return float(r.statistic), float(r.pvalue)
 
 def paired_tests(x, y, items=None, test: str = "t", correction: str = "bh", alternative: str = "two-sided") -> pd.DataFrame:
-    "One paired test (`scipy.stats.ttest_rel` or `wilcoxon`) of `x[k]` vs `y[k]` per item k, corrected over the items."
-    if test not in PAIRED_TESTS: raise ValueError(f"unknown paired test {test!r}; valid: {', '.join(PAIRED_TESTS)}")
-    if alternative not in ("two-sided", "greater", "less"):
-        raise ValueError(f"unknown alternative {alternative!r}; valid: two-sided, greater, less")
+    "One `paired_diff_test` (paired t or Wilcoxon) of `x[k]` vs `y[k]` per item k, corrected over the items."
+    _check_paired(test, alternative)                       # before the shape checks: the clearer error first
     x, y = np.atleast_2d(np.asarray(x, dtype=float)), np.atleast_2d(np.asarray(y, dtype=float))
     if x.shape != y.shape or x.ndim != 2:
         raise ValueError(f"x and y must be (items x pairs) arrays of the same shape, got {x.shape} and {y.shape}")

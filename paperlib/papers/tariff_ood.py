@@ -500,7 +500,7 @@ def tariff_branch_diagram(model: TOUForecaster) -> tuple:
     "(nodes {label: (x, y)}, edges) of the tariff branch of `model`, layer sizes read from its modules."
     m, d = model.method, model.tariff[-1].out_features
     tou = "TOU (24)" + (" +\noracle flag (24)" if m == "UB" else "")
-    x = f"x_h: MLP {_lin(model.tariff[0])}\u2192{model.tariff[-1].out_features}\n(shared over hours)"
+    x = f"x_h: MLP {_lin(model.tariff[0])}\u2192{d}\n(shared over hours)"
     out = f"exog (24 x {d})"
     if m == "NoX": return {tou + "\nnot used": (0, 0), f"exog = zeros (24 x {d})": (2, 0)}, []
     if m == "FC":
@@ -723,7 +723,7 @@ def _method_run(data, sets, s, m, epochs, batch, lr, device, keep_samples):
 # %% ../../nbs/papers/tariff_ood.ipynb #34e5f182
 def tariff_branch_error(model: TOUForecaster, fut, flag=None, n_perms=5, seed=0) -> float:
     "equivariance_error of the tariff branch of `model` over permutations of the 24 hourly tokens (UB: tariffs and flags together)."
-    x = torch.stack([fut, fut * 0 if flag is None else flag], -1)                  # (n, 24, 2): one token per hour
+    x = torch.stack([fut, torch.zeros_like(fut) if flag is None else flag], -1)    # (n, 24, 2): one token per hour
     return equivariance_error(lambda x: model.exog(x[..., 0], x[..., 1]), x, n_perms, dim=-2, seed=seed)
 
 # %% ../../nbs/papers/tariff_ood.ipynb #a6fe378f
