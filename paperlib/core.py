@@ -5,16 +5,17 @@
 # %% ../nbs/00_core.ipynb #6d5f0750
 from __future__ import annotations
 import os, sys, json, time, random, platform, subprocess, configparser, contextlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, asdict, replace
 from pathlib import Path
 from importlib import metadata
 
 import numpy as np
 
 # %% auto #0
-__all__ = ['SETTINGS_DEFAULTS', 'PROFILES', 'KEY_PACKAGES', 'project_root', 'read_settings', 'check_profile', 'by_profile',
-           'resolve_device', 'seed_everything', 'set_threads', 'torch_threads', 'parallel_map', 'package_versions',
-           'git_state', 'provenance', 'RunContext']
+__all__ = ['PROFILES', 'SETTINGS_DEFAULTS', 'THREAD_ENV', 'KEY_PACKAGES', 'project_root', 'check_profile', 'by_profile',
+           'check_number', 'RunParams', 'read_settings', 'resolve_device', 'seed_everything', 'set_pool_threads',
+           'pool_threads', 'compute_threads', 'parallel_map', 'package_versions', 'git_state', 'provenance',
+           'RunContext']
 
 # %% ../nbs/00_core.ipynb #bde6a852
 def project_root(start: str | Path | None = None) -> Path:
@@ -25,20 +26,6 @@ def project_root(start: str | Path | None = None) -> Path:
         for p in [s.resolve(), *s.resolve().parents]:
             if (p / "pyproject.toml").exists() and (p / "settings.ini").exists(): return p
     raise FileNotFoundError(f"no paperlib project root (pyproject.toml + settings.ini) above {starts[0]}")
-
-# %% ../nbs/00_core.ipynb #cb0504b5
-SETTINGS_DEFAULTS = dict(profile="smoke", reports="reports", data_root="", timeout="1800", jobs="1", seed="0")
-
-def read_settings(root: Path | None = None) -> dict:
-    "The `[run]` section of settings.ini, over the defaults; numbers are converted."
-    root = Path(root) if root else project_root()
-    cp = configparser.ConfigParser()
-    cp.read(root / "settings.ini")
-    s = {**SETTINGS_DEFAULTS, **(dict(cp["run"]) if cp.has_section("run") else {})}
-    for k in ("timeout", "jobs", "seed"): s[k] = int(s[k])
-    s["data_root"] = s["data_root"].strip() or None
-    s["reports"] = (root / s["reports"]).resolve()
-    return s
 
 # %% ../nbs/00_core.ipynb #2c178166
 PROFILES = ("ci", "smoke", "full")
@@ -54,6 +41,76 @@ def by_profile(profile: str, ci, smoke, full):
     return dict(ci=ci, smoke=smoke, full=full)[check_profile(profile)]
 
 # %% ../nbs/00_core.ipynb #c9f8c117
+def check_number(value, name: str, kind: type = int, minimum: float | None = None, above: float | None = None):
+    "`value` as `kind` (int or float), checked against `minimum` (>=) or `above` (>); a ValueError naming `name` otherwise."
+    word = "a whole number" if kind is int else "a number"
+    try:
+        if isinstance(value, bool) or (kind is int and isinstance(value, float) and not value.is_integer()): raise ValueError
+        v = kind(str(value).strip()) if isinstance(value, str) else kind(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}: {value!r} is not {word}") from None
+    if minimum is not None and v < minimum: raise ValueError(f"{name}: {value!r} must be at least {minimum}")
+    if above is not None and not v > above: raise ValueError(f"{name}: {value!r} must be greater than {above}")
+    return v
+
+# %% ../nbs/00_core.ipynb #969dca9e
+@dataclass(frozen=True)
+class RunParams:
+    "The parameters of one run of a paper notebook: the one definition of the parameters cell."
+    profile: str = "smoke"
+    seed: int = 0
+    device: str = "auto"
+    data_root: str | None = None
+    out_dir: str | None = None
+    threads: int | None = None
+
+    def __post_init__(self):
+        check_profile(self.profile)
+        object.__setattr__(self, "seed", check_number(self.seed, "seed", minimum=0))
+        if self.threads is not None: object.__setattr__(self, "threads", check_number(self.threads, "threads", minimum=1))
+        if not isinstance(self.device, str) or not self.device:
+            raise ValueError(f"device: {self.device!r}; valid: auto, cpu, cuda, cuda:N, mps")
+        for k in ("data_root", "out_dir"):
+            v = getattr(self, k)
+            object.__setattr__(self, k, str(v) if v not in (None, "") else None)
+
+    @classmethod
+    def names(cls) -> list[str]: return [f.name for f in fields(cls)]
+
+    def cell(self) -> str:
+        "The source of a notebook's parameters cell with these values."
+        show = lambda v: f'"{v}"' if isinstance(v, str) else repr(v)
+        return "\n".join(f"{k} = {show(v)}" for k, v in asdict(self).items())
+
+    def to_dict(self) -> dict: return asdict(self)
+
+# %% ../nbs/00_core.ipynb #af694e93
+SETTINGS_DEFAULTS = dict(profile="smoke", reports="reports", data_root="", timeout="1800", jobs="1", seed="0")
+
+def read_settings(root: Path | None = None) -> dict:
+    "The `[run]` section of settings.ini over the defaults, checked; numbers are converted, paths resolved."
+    root = Path(root) if root else project_root()
+    path = root / "settings.ini"
+    cp = configparser.ConfigParser()
+    try: cp.read(path, encoding="utf-8")
+    except configparser.Error as e:
+        raise ValueError(f"{path}: not a valid settings file ({type(e).__name__}: {str(e).splitlines()[0]})") from None
+    got = dict(cp["run"]) if cp.has_section("run") else {}
+    unknown = sorted(set(got) - set(SETTINGS_DEFAULTS))
+    if unknown: raise ValueError(f"{path} [run]: unknown key(s) {', '.join(unknown)}; valid keys: {', '.join(SETTINGS_DEFAULTS)}")
+    s = {**SETTINGS_DEFAULTS, **got}
+    where = lambda k: f"{path} [run] {k}"
+    try: check_profile(s["profile"].strip())
+    except ValueError as e: raise ValueError(f"{where('profile')}: {e}") from None
+    s["profile"] = s["profile"].strip()
+    s["timeout"] = check_number(s["timeout"], where("timeout"), float, above=0)
+    s["jobs"] = check_number(s["jobs"], where("jobs"), minimum=1)
+    s["seed"] = check_number(s["seed"], where("seed"), minimum=0)
+    s["data_root"] = s["data_root"].strip() or None
+    s["reports"] = (root / s["reports"].strip()).resolve()
+    return s
+
+# %% ../nbs/00_core.ipynb #9eadbed7
 def resolve_device(device: str = "auto") -> str:
     "'auto' becomes 'cuda' when a GPU is visible, else 'cpu'; an explicit 'cuda' without a GPU is an error."
     import torch
@@ -70,43 +127,44 @@ def seed_everything(seed: int) -> np.random.Generator:
     random.seed(seed); np.random.seed(seed % 2**32); torch.manual_seed(seed)
     return np.random.default_rng(seed)
 
-def set_threads(n: int | None = None) -> int:
-    "Fix the thread count of torch and the BLAS pools: `n`, else $PAPERLIB_THREADS, else all cores."
+# %% ../nbs/00_core.ipynb #0f5ea8bf
+THREAD_ENV = {"OMP_WAIT_POLICY": "PASSIVE", "KMP_BLOCKTIME": "0"}
+
+def set_pool_threads(n: int) -> int:
+    "Give torch (intra-op) and every BLAS/OpenMP pool threadpoolctl finds `n` threads; return `n`."
     import torch
-    n = int(n or os.environ.get("PAPERLIB_THREADS") or os.cpu_count() or 1)
-    for v in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"): os.environ[v] = str(n)
+    from threadpoolctl import threadpool_limits
+    n = max(1, int(n))
     torch.set_num_threads(n)
-    try: torch.set_num_interop_threads(n)
-    except RuntimeError: pass  # only settable before the first parallel op; the intra-op count is what matters
-    try:
-        from threadpoolctl import threadpool_limits
-        threadpool_limits(n)
-    except ImportError: pass
+    threadpool_limits(n)
     return n
 
-# %% ../nbs/00_core.ipynb #969dca9e
-@contextlib.contextmanager
-def torch_threads(n: int | None):
-    "Run the block with `n` torch intra-op threads (None: unchanged), then restore the previous count."
+def pool_threads() -> int:
+    "The thread count of torch's intra-op pool (the pools move together under this policy)."
     import torch
-    old = torch.get_num_threads()
-    if n: torch.set_num_threads(max(1, int(n)))
-    try: yield
-    finally: torch.set_num_threads(old)
+    return torch.get_num_threads()
 
-# %% ../nbs/00_core.ipynb #af694e93
+@contextlib.contextmanager
+def compute_threads(n: int | None):
+    "Run the block with `n` threads in torch and every BLAS/OpenMP pool (None: unchanged), then restore the count."
+    old = pool_threads()
+    if n: set_pool_threads(n)
+    try: yield
+    finally: set_pool_threads(old)
+
+# %% ../nbs/00_core.ipynb #59d89afa
 _JOBS: tuple | None = None
 
 def _run_job(i: int):
-    import io, torch
+    import io
     fn, items = _JOBS
-    torch.set_num_threads(1)
+    set_pool_threads(1)
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf): result = fn(items[i])
     return result, buf.getvalue()
 
 def parallel_map(fn, items, workers: int | None = 1) -> list:
-    "`[fn(x) for x in items]`, in up to `workers` forked processes of one torch thread each; results in input order."
+    "`[fn(x) for x in items]`, in up to `workers` forked processes of one thread each; results in input order."
     global _JOBS
     import torch
     items = list(items)
@@ -177,20 +235,20 @@ class RunContext:
     timings: dict = field(default_factory=dict)
 
     @classmethod
-    def create(cls, slug, profile="smoke", seed=0, device="auto", data_root=None, out_dir=None, threads=None):
-        "Check the parameters, seed everything, fix threads and make `out_dir`."
-        check_profile(profile)
+    def create(cls, slug, *args, **kw):
+        "Check the parameters (`RunParams` order), seed everything, apply the thread policy and make `out_dir`."
+        p = RunParams(*args, **kw)
         root = project_root()
-        if data_root in ("", None): data_root = None
-        else:
-            data_root = Path(data_root).expanduser()
+        data_root = None
+        if p.data_root is not None:
+            data_root = Path(p.data_root).expanduser()
             if not data_root.is_absolute(): data_root = (root / data_root)
-            if not data_root.exists(): raise FileNotFoundError(f"data_root {data_root} does not exist")
-        out_dir = Path(out_dir) if out_dir else read_settings(root)["reports"] / "_interactive" / slug
+            if not data_root.is_dir(): raise FileNotFoundError(f"data_root {data_root} does not exist (or is not a folder)")
+        out_dir = Path(p.out_dir) if p.out_dir else read_settings(root)["reports"] / "_interactive" / slug
         out_dir.mkdir(parents=True, exist_ok=True)
-        threads = set_threads(threads)
-        seed_everything(int(seed))
-        return cls(slug, profile, int(seed), resolve_device(device), data_root, out_dir, threads)
+        set_pool_threads(1)
+        seed_everything(p.seed)
+        return cls(slug, p.profile, p.seed, resolve_device(p.device), data_root, out_dir, p.threads or os.cpu_count() or 1)
 
     def pick(self, ci, smoke, full):
         "The value for this run's profile."
@@ -199,6 +257,18 @@ class RunContext:
     def rng(self, *salt: int) -> np.random.Generator:
         "An independent numpy Generator for one purpose, derived from the run seed and `salt`."
         return np.random.default_rng([self.seed, *salt])
+
+    def wide(self):
+        "A block that gains from threads (a transformer, a large matrix product) runs with `threads` threads in every pool."
+        return compute_threads(self.threads)
+
+    def dataset(self, folder: str) -> Path | None:
+        "`<data_root>/<folder>` when this run's data root holds it, else None (the paper runs on its embedded default)."
+        if self.data_root is None: return None
+        p = self.data_root / folder
+        if p.is_dir(): return p
+        print(f"no {folder}/ under data_root {self.data_root}: this paper runs on its embedded default")
+        return None
 
     @contextlib.contextmanager
     def timer(self, name: str):

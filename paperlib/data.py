@@ -4,45 +4,41 @@
 
 # %% ../nbs/01_data.ipynb #8df10361
 from __future__ import annotations
-import csv, json, hashlib
+import os, io, csv, json, time, hashlib, sqlite3
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 # %% auto #0
-__all__ = ['INDEX_SUFFIXES', 'LAYOUTS', 'DataError', 'Column', 'Layout', 'read_index', 'DataSource', 'embedded_source',
-           'fingerprint_real', 'load_real', 'load_real_tables', 'register_layout']
+__all__ = ['COLUMN_KINDS', 'LAYOUTS', 'DataError', 'Column', 'Layout', 'read_table', 'read_index', 'DataSource',
+           'embedded_source', 'cache_dir', 'content_digests', 'fingerprint_real', 'load_real', 'load_real_tables',
+           'register_layout', 'dataset_folders', 'dataset_status']
 
 # %% ../nbs/01_data.ipynb #e05f306b
 class DataError(ValueError):
     "Real data that does not match its documented layout."
 
+COLUMN_KINDS = ("str", "int", "float", "timestamp")
+
 @dataclass
 class Column:
-    "One column of an index CSV: its name, the kind of value, and the values it may take."
+    "One column of a table: its name, the kind of value, and the values it may take."
     name: str
     choices: tuple | list | None = None
-    kind: str = "str"          # str | int | float
+    kind: str = "str"          # str | int | float | timestamp
     allow_empty: bool = False
     doc: str = ""
+    format: str = "ISO8601"    # timestamps: a strftime format, or ISO8601
 
-    def check(self, raw: str, where: str):
-        "The parsed value of `raw`, or a DataError that says `where`."
-        raw = (raw or "").strip()
-        if raw == "":
-            if self.allow_empty: return None
-            raise DataError(f"{where}, column {self.name!r}: empty, but a value is required")
-        try: val = {"str": str, "int": int, "float": float}[self.kind](raw)
-        except ValueError: raise DataError(f"{where}, column {self.name!r}: {raw!r} is not a valid {self.kind}") from None
-        if self.choices is not None and val not in self.choices:
-            valid = ", ".join(map(str, self.choices))
-            raise DataError(f"{where}, column {self.name!r}: {raw!r} is not one of the valid values ({valid})")
-        return val
+    def __post_init__(self):
+        if self.kind not in COLUMN_KINDS:
+            raise ValueError(f"column {self.name!r}: unknown kind {self.kind!r}; valid kinds: {', '.join(COLUMN_KINDS)}")
 
 @dataclass
 class Layout:
-    "The on-disk layout of a real dataset: `<root>/<index>` with `columns`, files under `<root>/<path_base>/`."
+    "One table of a real dataset: `<data_root>/<folder>/<index>` with `columns`; listed files under `<path_base>/`."
     name: str
     description: str
     columns: list
@@ -52,39 +48,106 @@ class Layout:
     optional: tuple = ()         # files that, when present, replace the per-row files (e.g. precomputed embeddings)
     key: str | None = None       # a column naming the row's entity (profile, consumer): errors quote it beside the row number
     required: bool = True        # False: a table of a multi-file dataset that may be absent (see `load_real_tables`)
+    folder: str = ""             # the dataset's subfolder of the data root
+    sep: str | None = ","        # None: fields separated by whitespace
+    header: bool = True          # False: no header line; the columns are `columns`, in order
+    unique: tuple = ()           # column names (or tuples of them) whose values must not repeat
 
     def describe(self) -> str:
         "The layout as markdown, for the notebook and the guide."
         rows = "\n".join(f"| `{c.name}` | {c.kind} | {', '.join(map(str, c.choices)) if c.choices else 'any'} | "
                          f"{'yes' if c.allow_empty else 'no'} | {c.doc} |" for c in self.columns)
-        extra = f"\n\nFiles listed in `{self.path_column}` live under `<root>/{self.path_base}/`." if self.path_column else ""
+        how = {",": "comma-separated", "\t": "tab-separated", None: "whitespace-separated"}.get(self.sep, f"{self.sep!r}-separated")
+        how += ", with a header line" if self.header else ", no header line (columns in this order)"
+        extra = f"\n\nFiles listed in `{self.path_column}` live under `{self.path_base}/`." if self.path_column else ""
         opt = f" Optional: {', '.join(f'`{o}`' for o in self.optional)}." if self.optional else ""
-        return (f"**{self.name}**: {self.description}\n\n`<root>/{self.index}`:\n\n| column | kind | valid values | may be empty | meaning |\n"
-                f"|---|---|---|---|---|\n{rows}{extra}{opt}")
+        uniq = f" Values that must not repeat: {', '.join(map(str, self.unique))}." if self.unique else ""
+        where = f"<data_root>/{self.folder}/{self.index}" if self.folder else f"<root>/{self.index}"
+        return (f"**{self.name}**: {self.description}\n\n`{where}` ({how}{'' if self.required else '; optional'}):\n\n"
+                f"| column | kind | valid values | may be empty | meaning |\n|---|---|---|---|---|\n{rows}{extra}{opt}{uniq}")
 
 # %% ../nbs/01_data.ipynb #4fcf12ea
+def _records(path: Path, sep: str | None) -> list[tuple[int, list[str]]]:
+    "(line number, fields) of every non-blank line; quotes are honoured for delimited files."
+    try: text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = e.object[:e.start].count(b"\n") + 1
+        raise DataError(f"{path}, row {line}: not UTF-8 text (byte {e.object[e.start:e.start + 1]!r}); save the file as UTF-8") from None
+    if sep is None: return [(i, l.split()) for i, l in enumerate(text.splitlines(), 1) if l.strip()]
+    reader, out = csv.reader(io.StringIO(text, newline=""), delimiter=sep), []
+    try:
+        for row in reader:
+            if any(c.strip() for c in row): out.append((reader.line_num, row))
+    except csv.Error as e: raise DataError(f"{path}, row {reader.line_num}: {e}") from None
+    return out
+
+def _convert(raw: pd.Series, col: Column, where) -> pd.Series:
+    "The column `raw` (stripped strings) as `col.kind`; a DataError from `where(i)` at the first bad row i."
+    empty = (raw == "").to_numpy()
+    if not col.allow_empty and empty.any():
+        raise DataError(f"{where(int(np.argmax(empty)))}, column {col.name!r}: empty, but a value is required")
+    if col.kind == "str": val = raw.where(~empty, None)
+    elif col.kind == "timestamp":
+        val = pd.to_datetime(raw.where(~empty, None), errors="coerce", format=col.format)
+    else:
+        val = pd.to_numeric(raw.where(~empty, None), errors="coerce")
+        if col.kind == "int": val = val.where(~(val % 1 != 0), np.nan)
+    if col.kind != "str":
+        bad = (~empty) & val.isna().to_numpy()
+        if bad.any():
+            i = int(np.argmax(bad))
+            hint = " (expected e.g. 2024-01-31 14:00)" if col.kind == "timestamp" and col.format == "ISO8601" else ""
+            raise DataError(f"{where(i)}, column {col.name!r}: {raw.iloc[i]!r} is not a valid {col.kind}{hint}")
+        if col.kind == "int": val = val.astype("Int64" if empty.any() else "int64")
+    if col.choices is not None:
+        bad = (~empty) & ~val.isin(list(col.choices)).to_numpy()
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise DataError(f"{where(i)}, column {col.name!r}: {raw.iloc[i]!r} is not one of the valid values "
+                            f"({', '.join(map(str, col.choices))})")
+    return val
+
+def read_table(path: str | Path, columns: list[Column], *, sep: str | None = ",", header: bool = True,
+               key: str | None = None, unique: tuple = ()) -> pd.DataFrame:
+    "Read and validate a table; raise DataError naming file, row and column. The file's line numbers are in `.attrs['lines']`."
+    path, names = Path(path), [c.name for c in columns]
+    if not path.is_file(): raise DataError(f"missing file {path}")
+    recs = _records(path, sep)
+    if header:
+        if not recs: raise DataError(f"{path} is empty; expected a header with the columns {names}")
+        head = [h.strip() for h in recs.pop(0)[1]]
+        missing = [n for n in names if n not in head]
+        if missing: raise DataError(f"{path}: missing column(s) {missing}; found {head}")
+    else: head = names
+    if not recs: raise DataError(f"{path} has {'a header but ' if header else ''}no rows")
+    kpos = head.index(key) if key in head else None
+    def where(i: int) -> str:
+        line, row = recs[i]
+        # the entity a row describes is what a user looks for in a long file, so errors quote it when it can be read
+        return f"{path}, row {line}" + (f" ({key} {row[kpos].strip()!r})" if kpos is not None and kpos < len(row) else "")
+    for i, (_, row) in enumerate(recs):
+        if len(row) != len(head):
+            raise DataError(f"{where(i)}: {len(row)} fields, but {'the header has' if header else 'the format has'} {len(head)}")
+    raw = pd.DataFrame([[c.strip() for c in r] for _, r in recs], columns=head)
+    df = pd.DataFrame({c.name: _convert(raw[c.name], c, where) for c in columns})
+    for u in unique:
+        cols = [u] if isinstance(u, str) else list(u)
+        dup = df.duplicated(cols, keep="first").to_numpy()
+        if dup.any():
+            i = int(np.argmax(dup))
+            first = int(np.flatnonzero((df[cols] == df[cols].iloc[i]).all(axis=1).to_numpy())[0])
+            vals = ", ".join(repr(raw[c].iloc[i]) for c in cols)
+            raise DataError(f"{where(i)}, column {' + '.join(repr(c) for c in cols)}: {vals} repeats row {recs[first][0]}; "
+                            "each value may appear once")
+    df.attrs["lines"] = [l for l, _ in recs]
+    return df
+
 def read_index(path: str | Path, layout: Layout) -> pd.DataFrame:
-    "Read and validate `path` against `layout`'s columns; raise DataError naming file, row and column."
+    "Read and validate the table `path` written in `layout`."
     path = Path(path)
-    if not path.exists(): raise DataError(f"missing file {path} (the {layout.name} layout needs {layout.index})")
-    with open(path, newline="", encoding="utf-8") as f:
-        reader = csv.reader(f)
-        try: header = [h.strip() for h in next(reader)]
-        except StopIteration: raise DataError(f"{path} is empty; expected a header with columns {[c.name for c in layout.columns]}") from None
-        missing = [c.name for c in layout.columns if c.name not in header]
-        if missing: raise DataError(f"{path}: missing column(s) {missing}; found {header}")
-        pos = {c.name: header.index(c.name) for c in layout.columns}
-        kpos = header.index(layout.key) if layout.key in header else None
-        rows = []
-        for i, row in enumerate(reader, start=2):
-            if not any(cell.strip() for cell in row): continue
-            # the entity a row describes is what a user looks for in a long file, so errors quote it when it can be read
-            where = f"{path}, row {i}" + (f" ({layout.key} {row[kpos].strip()!r})" if kpos is not None and kpos < len(row) else "")
-            if len(row) != len(header):
-                raise DataError(f"{where}: {len(row)} fields, but the header has {len(header)}")
-            rows.append({c.name: c.check(row[pos[c.name]], where) for c in layout.columns})
-    if not rows: raise DataError(f"{path} has a header but no rows")
-    return pd.DataFrame(rows, columns=[c.name for c in layout.columns])
+    if not path.is_file():
+        raise DataError(f"missing file {path} (the {layout.name} layout needs {layout.index})")
+    return read_table(path, layout.columns, sep=layout.sep, header=layout.header, key=layout.key, unique=layout.unique)
 
 # %% ../nbs/01_data.ipynb #0f4a3222
 @dataclass
@@ -109,17 +172,55 @@ def embedded_source(name: str, description: str, params: dict, version: str = "1
     "The DataSource of an embedded default: a generator or a dataset shipped in a package."
     return DataSource("embedded", name, description, "emb-" + _digest([name, version, params]), None, dict(params))
 
-INDEX_SUFFIXES = (".csv", ".tsv", ".txt", ".json", ".yaml", ".yml")
+def cache_dir() -> Path:
+    "Where paperlib keeps caches: $PAPERLIB_CACHE, else $XDG_CACHE_HOME/paperlib, else ~/.cache/paperlib."
+    if os.environ.get("PAPERLIB_CACHE"): return Path(os.environ["PAPERLIB_CACHE"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "paperlib"
+
+def _hash_file(p: Path) -> str:
+    with open(p, "rb") as f: return hashlib.file_digest(f, "blake2b").hexdigest()[:32]
+
+def _digest_db():
+    try:
+        cache_dir().mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(cache_dir() / "fingerprints.sqlite", timeout=60)
+        db.execute("CREATE TABLE IF NOT EXISTS digest (path TEXT PRIMARY KEY, size INTEGER, mtime_ns INTEGER, digest TEXT)")
+        return db
+    except (OSError, sqlite3.Error): return None
+
+def content_digests(paths: list[Path]) -> list[str]:
+    "The content digest of each file, read only when its (path, size, mtime) is not in the on-disk cache."
+    paths = [Path(p).resolve() for p in paths]
+    stats = [p.stat() for p in paths]
+    db, known = _digest_db(), {}
+    if db is not None:
+        try:
+            for k in range(0, len(paths), 500):
+                chunk = [str(p) for p in paths[k:k + 500]]
+                known.update((r[0], r[1:]) for r in db.execute(
+                    f"SELECT path, size, mtime_ns, digest FROM digest WHERE path IN ({','.join('?' * len(chunk))})", chunk))
+        except sqlite3.Error: db = None
+    out, new, racy = [], [], time.time_ns() - 2_000_000_000
+    for p, st in zip(paths, stats):
+        hit = known.get(str(p))
+        if hit and hit[0] == st.st_size and hit[1] == st.st_mtime_ns: out.append(hit[2]); continue
+        out.append(_hash_file(p))
+        if st.st_mtime_ns < racy: new.append((str(p), st.st_size, st.st_mtime_ns, out[-1]))
+    if db is not None:
+        try:
+            if new:
+                with db: db.executemany("INSERT OR REPLACE INTO digest VALUES (?, ?, ?, ?)", new)
+        except sqlite3.Error: pass
+        finally: db.close()
+    return out
 
 def fingerprint_real(root: str | Path, files: list[str | Path] | None = None) -> str:
-    "Hash of the files' relative names and sizes, and of the bytes of index-like files; `files=None`: every file under root."
-    root, h = Path(root), hashlib.sha256()
+    "Hash of the relative names and contents of `files` under `root` (`None`: every file under root)."
+    root = Path(root)
     if files is None: files = [p.relative_to(root) for p in root.rglob("*") if p.is_file()]
-    for f in sorted(Path(f) for f in files):
-        p = root / f
-        st = p.stat()
-        h.update(f"{f.as_posix()}\0{st.st_size}\0".encode())
-        if p.suffix.lower() in INDEX_SUFFIXES: h.update(p.read_bytes())
+    files = sorted(dict.fromkeys(Path(f) for f in files))
+    h = hashlib.sha256()
+    for f, d in zip(files, content_digests([root / f for f in files])): h.update(f"{f.as_posix()}\0{d}\0".encode())
     return "real-" + h.hexdigest()[:16]
 
 # %% ../nbs/01_data.ipynb #06c2c458
@@ -132,10 +233,10 @@ def load_real(root: str | Path, layout: Layout) -> tuple[DataSource, pd.DataFram
     listed = [layout.index, *present]
     if layout.path_column and not present:
         base = root / layout.path_base
-        for i, rel in enumerate(index[layout.path_column], start=2):
-            if not (base / rel).exists():
+        for line, rel in zip(index.attrs["lines"], index[layout.path_column]):
+            if not (base / rel).is_file():
                 alt = f" (or provide {', '.join(layout.optional)})" if layout.optional else ""
-                raise DataError(f"{root / layout.index}, row {i}, column {layout.path_column!r}: missing file {base / rel}{alt}")
+                raise DataError(f"{root / layout.index}, row {line}, column {layout.path_column!r}: missing file {base / rel}{alt}")
         listed += [Path(layout.path_base) / r for r in index[layout.path_column]]
     src = DataSource("real", layout.name, layout.description, fingerprint_real(root, listed), str(root),
                      dict(rows=len(index), files=present))
@@ -157,7 +258,27 @@ def load_real_tables(root: str | Path, name: str, description: str, layouts: lis
 LAYOUTS: dict[str, list[Layout]] = {}
 
 def register_layout(slug: str, layout: Layout) -> Layout:
-    "Record that paper `slug` reads real data in `layout`."
+    "Record that paper `slug` reads real data in `layout` (which names its dataset folder)."
+    if not layout.folder: raise ValueError(f"layout {layout.name!r} of paper {slug}: name its dataset folder (folder=...)")
     LAYOUTS.setdefault(slug, [])
     LAYOUTS[slug] = [l for l in LAYOUTS[slug] if l.name != layout.name] + [layout]
     return layout
+
+def dataset_folders(slug: str) -> list[str]:
+    "The dataset folders paper `slug` reads under the data root, in registration order."
+    return list(dict.fromkeys(l.folder for l in LAYOUTS.get(slug, [])))
+
+def dataset_status(slug: str, data_root: str | Path) -> list[dict]:
+    "For each dataset folder of paper `slug`: is it under `data_root`, and do its tables validate?"
+    out = []
+    for folder in dataset_folders(slug):
+        p, row = Path(data_root) / folder, dict(folder=folder, found=False, valid=None, error=None)
+        row["found"] = p.is_dir()
+        if row["found"]:
+            try:
+                for l in LAYOUTS[slug]:
+                    if l.folder == folder and (l.required or (p / l.index).exists()): read_index(p / l.index, l)
+                row["valid"] = True
+            except DataError as e: row.update(valid=False, error=str(e))
+        out.append(row)
+    return out

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, asdict
 from pathlib import Path
 from importlib import metadata
 
-from .core import project_root, read_settings, check_profile, PROFILES
+from .core import project_root, read_settings, check_profile, PROFILES, THREAD_ENV
 from .report import write_json, verdict_counts, VERDICTS
 from .data import fingerprint_real
 
@@ -295,8 +295,7 @@ def reproduce(names=(), profile: str | None = None, jobs: int | None = None, for
                 staging.mkdir(parents=True)
                 spec = dict(slug=s, nb=str(nbs[s]), out_dir=str(staging), params=params, key=key, parts=parts)
                 (staging.parent / f"{staging.name}.json").write_text(json.dumps(spec))
-                env = {**os.environ, "PAPERLIB_THREADS": str(threads), "OMP_NUM_THREADS": str(threads),
-                       "MKL_NUM_THREADS": str(threads), "OPENBLAS_NUM_THREADS": str(threads), "PYTHONUNBUFFERED": "1"}
+                env = {**os.environ, **THREAD_ENV, "PYTHONUNBUFFERED": "1"}
                 proc = subprocess.Popen([sys.executable, "-m", "paperlib.runner", str(staging.parent / f"{staging.name}.json")],
                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
                                         start_new_session=True, cwd=str(root))

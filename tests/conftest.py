@@ -7,7 +7,9 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 
-PARAMS = 'profile = "smoke"\nseed = 0\ndevice = "auto"\ndata_root = None\nout_dir = None\nthreads = None'
+from paperlib.core import RunParams
+
+PARAMS = RunParams().cell()
 
 def paper_nb(slug: str, body: str, title: str = None) -> nbformat.NotebookNode:
     "A minimal paper notebook that follows the run contract: frontmatter, parameters, RunContext, Report."
@@ -29,7 +31,7 @@ def paper_nb(slug: str, body: str, title: str = None) -> nbformat.NotebookNode:
 
 GOOD = ("x = ctx.rng(1).normal(size=50)\n"
         "rep.table(pd.DataFrame({'mean': [x.mean()], 'sd': [x.std()]}), 'Table 1')\n"
-        "rep.claim('C1', 'the mean is small', '|mean| < 1', bool(abs(x.mean()) < 1), ours=x.mean())")
+        "rep.claim('C1', 'the mean is small', '|mean| < 1', bool(abs(x.mean()) < 1), source='ours', ours=x.mean())")
 
 FLAKY = ("import os\n"
          "if (Path(ctx.out_dir).parents[1] / 'FAIL').exists() or os.environ.get('PAPERLIB_TEST_FAIL'): "
