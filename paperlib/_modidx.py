@@ -67,6 +67,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                  'paperlib.metric.embed': ('metric.html#embed', 'paperlib/metric.py'),
                                  'paperlib.metric.is_classification_loss': ('metric.html#is_classification_loss', 'paperlib/metric.py'),
                                  'paperlib.metric.make_loss': ('metric.html#make_loss', 'paperlib/metric.py'),
+                                 'paperlib.metric.make_miner': ('metric.html#make_miner', 'paperlib/metric.py'),
                                  'paperlib.metric.map_at_r': ('metric.html#map_at_r', 'paperlib/metric.py'),
                                  'paperlib.metric.map_at_r_torch': ('metric.html#map_at_r_torch', 'paperlib/metric.py'),
                                  'paperlib.metric.mean_std': ('metric.html#mean_std', 'paperlib/metric.py'),

@@ -14,10 +14,10 @@ from torch import nn
 import torch.nn.functional as F
 
 # %% auto #0
-__all__ = ['LOSSES', 'CLASSIFICATION_LOSSES', 'LOSS_NAMES', 'RETRIEVAL_METRICS', 'METRIC_SHORT', 'check_loss',
-           'is_classification_loss', 'make_loss', 'accuracy_calculator', 'retrieval_metrics', 'map_at_r', 'r_precision',
-           'precision_at_1', 'map_at_r_torch', 'random_map_at_r', 'EmbeddingCNN', 'embed', 'batches', 'TrainResult',
-           'train_embedder', 'repeated_metrics', 'mean_std']
+__all__ = ['LOSSES', 'CLASSIFICATION_LOSSES', 'LOSS_NAMES', 'MINERS', 'RETRIEVAL_METRICS', 'METRIC_SHORT', 'check_loss',
+           'is_classification_loss', 'make_loss', 'make_miner', 'accuracy_calculator', 'retrieval_metrics', 'map_at_r',
+           'r_precision', 'precision_at_1', 'map_at_r_torch', 'random_map_at_r', 'EmbeddingCNN', 'embed', 'batches',
+           'TrainResult', 'train_embedder', 'repeated_metrics', 'mean_std']
 
 # %% ../nbs/10_metric.ipynb #a3f8d71f
 LOSSES = dict(contrastive="ContrastiveLoss", triplet="TripletMarginLoss", multi_similarity="MultiSimilarityLoss",
@@ -45,6 +45,17 @@ def make_loss(name: str, num_classes: int | None = None, embedding_size: int | N
             raise ValueError(f"loss {name!r} learns one weight vector per class: pass num_classes and embedding_size")
         return cls(num_classes=num_classes, embedding_size=embedding_size, **params)
     return cls(**params)
+
+# %% ../nbs/10_metric.ipynb #4bfcecb8
+MINERS = dict(batch_hard="BatchHardMiner", semihard="TripletMarginMiner", distance_weighted="DistanceWeightedMiner",
+              multi_similarity="MultiSimilarityMiner")
+
+def make_miner(name: str, **params) -> nn.Module:
+    "The PML miner `name` with `params` (semihard: TripletMarginMiner with type_of_triplets='semihard')."
+    from pytorch_metric_learning import miners
+    if name not in MINERS: raise ValueError(f"unknown miner {name!r}; valid miners: {', '.join(MINERS)}")
+    if name == "semihard": params = dict(type_of_triplets="semihard", **params)
+    return getattr(miners, MINERS[name])(**params)
 
 # %% ../nbs/10_metric.ipynb #7137ec64
 RETRIEVAL_METRICS = ("mean_average_precision_at_r", "r_precision", "precision_at_1")
@@ -166,10 +177,10 @@ class TrainResult:
     best_score: float
 
 def train_embedder(model: nn.Module, loss: str, X, y, *, steps: int = 500, batch_size: int = 32, m: int | None = None,
-                   lr: float = 1e-3, loss_lr: float = 1e-2, loss_params: dict | None = None, transform=None,
-                   validate=None, val_every: int = 100, patience: int = 5, seed: int = 0, device="cpu",
+                   lr: float = 1e-3, loss_lr: float = 1e-2, loss_params: dict | None = None, miner: str | None = None,
+                   miner_params: dict | None = None, transform=None, validate=None, val_every: int = 100, patience: int = 5, seed: int = 0, device="cpu",
                    progress: bool = True, desc: str = "train") -> TrainResult:
-    "Train `model` on (X, y) with the PML loss `loss`; keep the best state by `validate(model)` (higher is better)."
+    "Train `model` on (X, y) with the PML loss `loss` (and `miner`); keep the best state by `validate(model)` (higher is better)."
     from tqdm.auto import tqdm
     check_loss(loss)
     X, y = _as_tensor(X), _as_tensor(y, torch.long)
@@ -177,6 +188,7 @@ def train_embedder(model: nn.Module, loss: str, X, y, *, steps: int = 500, batch
     torch.manual_seed(seed)
     model = model.to(device)
     loss_fn = make_loss(loss, num_classes=len(classes), embedding_size=model.dim, **(loss_params or {})).to(device)
+    mine = make_miner(miner, **(miner_params or {})) if miner else None
     groups = [dict(params=model.parameters(), lr=lr)]
     if list(loss_fn.parameters()): groups.append(dict(params=loss_fn.parameters(), lr=loss_lr))
     opt = torch.optim.Adam(groups)
@@ -191,7 +203,8 @@ def train_embedder(model: nn.Module, loss: str, X, y, *, steps: int = 500, batch
         idx = torch.from_numpy(next(stream))
         xb = X[idx]
         if transform is not None: xb = transform(xb, idx, gen)
-        l = loss_fn(model(xb.to(device)), y_idx[idx].to(device))
+        emb, yb = model(xb.to(device)), y_idx[idx].to(device)
+        l = loss_fn(emb, yb, mine(emb, yb)) if mine is not None else loss_fn(emb, yb)
         opt.zero_grad(); l.backward(); opt.step()
         run = 0.9 * run + 0.1 * l.item() if step > 1 else l.item()
         if validate is not None and (step % val_every == 0 or step == steps):
