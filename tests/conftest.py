@@ -1,17 +1,18 @@
 "Shared fixtures: throw-away paperlib projects whose paper notebooks are tiny and fast."
-import json, os, shutil
+import json, os, shutil, subprocess, sys
 from pathlib import Path
 
 import nbformat
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-
 from paperlib.core import RunParams
+
+REPO = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
 
 PARAMS = RunParams().cell()
 
-def paper_nb(slug: str, body: str, title: str = None) -> nbformat.NotebookNode:
+def paper_nb(slug: str, body: str, title: str = None, data: str = "embedded_source('Toy', 'toy data', {'n': 5})") -> nbformat.NotebookNode:
     "A minimal paper notebook that follows the run contract: frontmatter, parameters, RunContext, Report."
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
@@ -22,7 +23,7 @@ def paper_nb(slug: str, body: str, title: str = None) -> nbformat.NotebookNode:
             "from pathlib import Path\nimport pandas as pd\n"
             "from paperlib.core import RunContext\nfrom paperlib.report import Report\nfrom paperlib.data import embedded_source\n"
             f"ctx = RunContext.create({slug!r}, profile, seed, device, data_root, out_dir, threads)\n"
-            "rep = Report(ctx, 'T', 'V')\nrep.data_source(embedded_source('Toy', 'toy data', {'n': 5}))"),
+            f"rep = Report(ctx, 'T', 'V')\nrep.data_source({data})"),
         nbformat.v4.new_markdown_cell("Some prose about the method, $a^2 + b^2 = c^2$."),
         nbformat.v4.new_code_cell(body),
         nbformat.v4.new_code_cell("rep.finish()"),
@@ -39,13 +40,49 @@ FLAKY = ("import os\n"
 
 SLOW = "import time\ntime.sleep(float(os.environ.get('PAPERLIB_TEST_SLEEP', '0')) if (os := __import__('os')) else 0)\n" + GOOD
 
-@pytest.fixture
-def project(tmp_path):
-    "A project folder with three papers: good, flaky (fails when <root>/FAIL exists) and slow."
-    root = tmp_path / "proj"
+def make_project(root: Path, papers: dict) -> Path:
+    "A project folder at `root` with the paper notebooks `papers` {slug: body}."
     (root / "nbs" / "papers").mkdir(parents=True)
     shutil.copy(REPO / "pyproject.toml", root / "pyproject.toml")
     (root / "settings.ini").write_text("[run]\nprofile = ci\nreports = reports\ntimeout = 300\njobs = 1\nseed = 0\n")
-    for slug, body in [("good", GOOD), ("flaky", FLAKY), ("slow", SLOW)]:
+    for slug, body in papers.items():
         nbformat.write(paper_nb(slug, body), root / "nbs" / "papers" / f"{slug}.ipynb")
+    return root
+
+@pytest.fixture
+def project(tmp_path):
+    "A project folder with three papers: good, flaky (fails when <reports>/FAIL exists) and slow."
+    return make_project(tmp_path / "proj", {"good": GOOD, "flaky": FLAKY, "slow": SLOW})
+
+def copy_repo(dst: Path) -> Path:
+    "A copy of this checkout's sources (no venv, no git, no reports) to change freely."
+    shutil.copytree(REPO, dst, ignore=shutil.ignore_patterns(".venv", ".git", "reports", "_docs", "_site*", "__pycache__",
+                                                             "*.egg-info", ".pytest_cache", "artifacts"))
+    (dst / "reports").mkdir(exist_ok=True)
+    return dst
+
+def in_copy(root: Path, *args, **kw) -> subprocess.CompletedProcess:
+    "Run `args` with the copy's own paperlib first on the path."
+    env = {**os.environ, "PYTHONPATH": str(root), **kw.pop("env", {})}
+    return subprocess.run([str(a) for a in args], cwd=root, env=env, capture_output=True, text=True, **kw)
+
+@pytest.fixture(scope="session")
+def scratch_repo(tmp_path_factory):
+    """A copy of the repo in which `paperlib new demo_paper` wrote a paper from the template, beside a paper that
+    never ran and one whose run fails; demo_paper and the broken paper have been run in the ci profile."""
+    root = copy_repo(tmp_path_factory.mktemp("scratch") / "repo")
+    for slug in [p.stem for p in (root / "nbs" / "papers").glob("*.ipynb") if not p.stem.startswith("_")]:
+        (root / "nbs" / "papers" / f"{slug}.ipynb").unlink()
+        (root / "tests" / f"test_{slug}.py").unlink(missing_ok=True)
+    r = in_copy(root, BIN / "python", "-m", "paperlib.cli", "new", "demo_paper", "--title", "A Demo Paper",
+                "--venue", "Demo Venue 2024", "--authors", "A. Author, B. Author", "--description", "The template, as paperlib new writes it.")
+    assert r.returncode == 0, r.stdout + r.stderr
+    nbformat.write(paper_nb("never_run", GOOD, title="A Paper Never Run"), root / "nbs" / "papers" / "never_run.ipynb")
+    nbformat.write(paper_nb("broken", "raise RuntimeError('the experiment broke on purpose')", title="A Broken Paper"),
+                   root / "nbs" / "papers" / "broken.ipynb")
+    r = in_copy(root, BIN / "python", "-m", "paperlib.cli", "reproduce", "demo_paper", "broken", "--profile", "ci")
+    assert r.returncode == 1, r.stdout + r.stderr      # broken fails on purpose; demo_paper must not
+    status = json.loads((root / "reports" / "status.json").read_text())
+    assert status["demo_paper"]["status"] == "ok", r.stdout + r.stderr
+    assert status["broken"]["status"] == "failed"
     return root

@@ -1,17 +1,24 @@
-"The runner end to end on throw-away projects: cache, failure isolation, timeout, parallel jobs, bad input, Ctrl-C."
-import json, os, re, signal, subprocess, sys, time
+"""The runner end to end on throw-away projects: cache, failure isolation, timeout, parallel jobs, two batches on one
+reports folder, signals, whole error messages, no HTML from data, bad input."""
+import json, os, re, signal, subprocess, sys, tempfile, threading, time
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from paperlib import runner
-from paperlib.runner import reproduce, cache_key, imported_modules, paper_notebooks, check_papers, paper_meta
+from conftest import paper_nb, make_project, GOOD, SLOW, BIN
+from paperlib.runner import reproduce, KERNEL_PREFIX
+from paperlib.collection import paper_notebooks, check_papers, paper_meta
+from paperlib.core import RunParams
 
 quiet = lambda *a, **k: None
 
 def run(project, names=(), **kw):
     return {r.slug: r for r in reproduce(names, root=project, reports=project / "reports", log=quiet, **kw)}
+
+def cli(project, *args, env=None, **kw):
+    return subprocess.run([sys.executable, "-m", "paperlib.cli", *args], cwd=project, capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, **kw)
 
 def test_papers_and_frontmatter(project):
     assert list(paper_notebooks(project)) == ["flaky", "good", "slow"]
@@ -26,6 +33,23 @@ def test_bad_inputs(project):
         run(project, ["good"], profile="medium")
     with pytest.raises(FileNotFoundError, match="does not exist"):
         run(project, ["good"], data_root=str(project / "no_data_here"))
+    with pytest.raises(ValueError, match="jobs: 0 must be at least 1"):
+        run(project, ["good"], jobs=0)
+    with pytest.raises(ValueError, match="timeout: 0 must be greater than 0"):
+        run(project, ["good"], timeout=0)
+    with pytest.raises(TypeError, match="unknown run parameter"):
+        run(project, ["good"], profle="ci")
+
+def test_settings_errors_name_the_file_and_key(project):
+    ini = project / "settings.ini"
+    for text, msg in [("[run]\njobs = two\n", "settings.ini [run] jobs: 'two' is not a whole number"),
+                      ("[run]\ntimeout = 0\n", "settings.ini [run] timeout: '0' must be greater than 0"),
+                      ("jobs = 1\n[run\n", "settings.ini: not a valid settings file")]:
+        ini.write_text(text)
+        r = cli(project, "reproduce", "good")
+        assert r.returncode == 2 and msg in r.stderr and "Traceback" not in r.stderr, r.stderr
+    ini.write_text("[run]\nprofile = ci\ntimeout = 120.5\n")
+    assert cli(project, "reproduce", "good").returncode == 0
 
 def test_run_writes_report_then_cache_hits(project):
     r = run(project, ["good"])["good"]
@@ -50,6 +74,26 @@ def test_run_writes_report_then_cache_hits(project):
     assert run(project, ["good"], seed=1)["good"].status == "cached"
     assert run(project, ["good"], seed=1, force=True)["good"].status == "ok"
 
+def test_report_reads_like_a_paper_page(project):
+    run(project, ["good"])
+    html = (project / "reports/good/report.html").read_text()
+    body = html[html.index("<body"):]
+    # the first screen: title, venue, data banner and verdicts, before any cell
+    i_title, i_data, i_verd, i_cells = (body.index("Paper good"), body.index("Data: embedded default"),
+                                        body.index("Verdicts"), body.index('class="jp-Notebook"'))
+    assert i_title < i_data < i_cells and i_verd < i_cells
+    assert "skip_exec" not in body                     # no raw frontmatter blob
+    text = re.sub(r"<[^>]+>", "", body)
+    assert ".staging" not in text and "threads = None" not in text and "Parameters" not in text   # no parameters cells
+    assert "fastcore" not in body and "#| " not in body
+
+def test_kernel_folders_are_removed(project, monkeypatch):
+    before = set(Path(tempfile.gettempdir()).glob(f"{KERNEL_PREFIX}*"))
+    run(project, ["good"])
+    monkeypatch.setenv("PAPERLIB_TEST_SLEEP", "60")
+    assert run(project, ["slow"], timeout=6)["slow"].status == "timeout"    # killed: the parent removes its folder
+    assert set(Path(tempfile.gettempdir()).glob(f"{KERNEL_PREFIX}*")) <= before
+
 def test_same_seed_gives_identical_csv(project):
     run(project, ["good"])
     first = (project / "reports/good/table_1.csv").read_bytes()
@@ -71,6 +115,22 @@ def test_failure_keeps_last_good_report_and_batch_goes_on(project):
     assert "broke on purpose" in index and "showing the last good report" in index
     assert not any((project / "reports/.staging").glob("*")) if (project / "reports/.staging").exists() else True
 
+def test_whole_error_message_is_kept(tmp_path):
+    msg = "x.csv, row 3 (image_id '5'), column 'class_id': 'abc' is not a valid int\nsee the layout of x.csv"
+    body = f"from paperlib.data import DataError\nraise DataError({msg!r})"
+    proj = make_project(tmp_path / "p", {"bad": body})
+    r = cli(proj, "reproduce", "bad")
+    assert r.returncode == 1
+    status = json.loads((proj / "reports/status.json").read_text())["bad"]
+    assert status["error"].startswith("DataError: x.csv, row 3 (image_id '5'), column 'class_id'"), status["error"]
+    assert "see the layout of x.csv" in status["error"]                    # not cut to its last line
+    assert r.stdout.count("is not a valid int") == 2, r.stdout            # once in the progress line, once in the summary
+    assert "[bad] error:" not in r.stdout                                  # not doubled by the child
+    err = (proj / "reports/.failed/bad/error.txt").read_text()
+    assert err.startswith("DataError: x.csv") and "raise DataError" in err, err
+    index = (proj / "reports/index.html").read_text()
+    assert "column &#x27;class_id&#x27;" in index and "see the layout" not in index   # first line in the table
+
 def test_timeout_kills_the_kernel(project, monkeypatch):
     monkeypatch.setenv("PAPERLIB_TEST_SLEEP", "120")
     t0 = time.time()
@@ -91,8 +151,29 @@ def test_parallel_jobs_divide_threads(project):
         m = json.loads((project / "reports" / s / "manifest.json").read_text())
         assert m["parameters"]["threads"] == expected
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_ctrl_c_leaves_no_half_written_report(project, sig):
+def test_two_batches_on_one_reports_folder(project, monkeypatch):
+    "A cached no-op batch running beside a real one must not touch the real one's files."
+    run(project, ["good"])
+    monkeypatch.setenv("PAPERLIB_TEST_SLEEP", "6")
+    results = {}
+    t = threading.Thread(target=lambda: results.update(run(project, ["slow"], force=True)))
+    t.start()
+    time.sleep(3)
+    for _ in range(3): assert run(project, ["good"])["good"].status == "cached"
+    t.join(120)
+    assert results["slow"].status == "ok", results["slow"].error
+
+def test_orphan_staging_is_cleaned(project):
+    dead = 2 ** 22 - 7           # a pid no process has here
+    orphan = project / "reports" / ".staging" / f"good-{dead}-123"
+    orphan.mkdir(parents=True); (orphan.parent / f"{orphan.name}.json").write_text("{}")
+    mine = project / "reports" / ".staging" / f"good-{os.getpid()}-456"; mine.mkdir()
+    run(project, ["good"])
+    assert not orphan.exists() and not (orphan.parent / f"{orphan.name}.json").exists()
+    assert mine.exists()          # a live batch's folder is not touched
+
+@pytest.mark.parametrize("sig,word", [(signal.SIGINT, "SIGINT"), (signal.SIGTERM, "SIGTERM"), (signal.SIGHUP, "SIGHUP")])
+def test_signals_leave_no_half_written_report(project, sig, word):
     env = {**os.environ, "PAPERLIB_TEST_SLEEP": "60"}
     p = subprocess.Popen([sys.executable, "-m", "paperlib.cli", "reproduce", "slow", "--profile", "ci"], cwd=project,
                          env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -106,19 +187,47 @@ def test_ctrl_c_leaves_no_half_written_report(project, sig):
     assert p.returncode == 130, out
     assert not (project / "reports/slow").exists()
     assert not any(d.is_dir() for d in staging.iterdir())
-    assert json.loads((project / "reports/status.json").read_text())["slow"]["status"] == "interrupted"
+    status = json.loads((project / "reports/status.json").read_text())["slow"]
+    assert status["status"] == "interrupted"
+    assert (word if sig != signal.SIGINT else "Ctrl-C") in status["error"], status["error"]
     import psutil
     assert not [q for q in psutil.process_iter(["cmdline"]) if str(project) in " ".join(q.info["cmdline"] or [])
                 and "paperlib.runner" in " ".join(q.info["cmdline"] or [])], "the child runner outlived its batch"
 
-def test_cache_key_follows_imported_library_code(tmp_path):
-    pkg = tmp_path / "paperlib"; pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "a.py").write_text("from paperlib.b import f\n")
-    (pkg / "b.py").write_text("import numpy\n")
-    (pkg / "c.py").write_text("x = 1\n")
-    mods = imported_modules(["from paperlib.a import g\nimport os"], pkg)
-    assert [m.name for m in mods] == ["a.py", "b.py"]
+def test_data_never_becomes_html(tmp_path):
+    "Values and names from data reach report.html and the index as text, never as elements."
+    evil = "<img src=x onerror=alert(1)>"
+    body = (f"evil = {evil!r}\n"
+            "df = pd.DataFrame({evil: [evil, 1.5]}, index=[evil, 'b'])\n"
+            "rep.table(df, 'Table 1', f'consumer {evil} in a caption, $p < 0.05$')\n"
+            "rep.table(df, 'Table 2', index=True)\n"
+            "rep.note(f'a note about {evil}')\n"
+            "rep.gate('learned', f'gate on {evil}', 'r', True, kind='learned', ours={evil: 1})\n"
+            "rep.claim('C1', f'claim on {evil}', f'rule {evil}', True, source='ours', gates=['learned'], ours={evil: 0.5}, paper=evil)")
+    proj = make_project(tmp_path / "p", {"evil": body})
+    nb = nbformat.read(proj / "nbs/papers/evil.ipynb", 4)
+    nb.cells[2].source = nb.cells[2].source.replace("embedded_source('Toy', 'toy data', {'n': 5})",
+                                                    f"embedded_source('Toy {evil}', 'toy {evil}', {{'n': 5}})")
+    nbformat.write(nb, proj / "nbs/papers/evil.ipynb")
+    assert run(proj, ["evil"])["evil"].status == "ok"
+    for f in [proj / "reports/evil/report.html", proj / "reports/index.html"]:
+        text = f.read_text()
+        assert "<img src=x" not in text, f
+    assert "&lt;img src=x onerror=alert(1)&gt;" in (proj / "reports/evil/report.html").read_text()
+
+def test_cache_key_follows_dataset_content(tmp_path):
+    "A paper's cache key covers the content of the dataset folders its frontmatter lists, and no other."
+    proj = make_project(tmp_path / "p", {"good": GOOD})
+    nb = nbformat.read(proj / "nbs/papers/good.ipynb", 4)
+    nb.cells[0].source = nb.cells[0].source.replace("skip_exec", "datasets: bfw\nskip_exec")
+    nbformat.write(nb, proj / "nbs/papers/good.ipynb")
+    data = tmp_path / "data"; (data / "bfw").mkdir(parents=True); (data / "other").mkdir()
+    (data / "bfw" / "embeddings.npy").write_bytes(b"1" * 64)
+    assert run(proj, ["good"], data_root=str(data))["good"].status == "ok"
+    (data / "other" / "x.csv").write_text("unrelated")
+    assert run(proj, ["good"], data_root=str(data))["good"].status == "cached"
+    (data / "bfw" / "embeddings.npy").write_bytes(b"2" * 64)          # same shape, other values
+    assert run(proj, ["good"], data_root=str(data))["good"].status == "ok"
 
 def test_html_report_is_self_contained(project):
     run(project, ["good"])
@@ -127,3 +236,9 @@ def test_html_report_is_self_contained(project):
     external = re.findall(r'<(?:script|link|img)[^>]+(?:src|href)="(https?:)?//', html)
     assert not external, external
     assert "#| export" not in html
+
+def test_parameters_contract(project):
+    "Each notebook's parameters cell is RunParams().cell(): one definition of the run parameters."
+    for nb in paper_notebooks(project).values():
+        cell = next(c for c in nbformat.read(nb, 4).cells if "parameters" in c.metadata.get("tags", []))
+        assert cell.source == RunParams().cell()
