@@ -6,38 +6,21 @@ from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-import nbformat
 import pytest
 
-from conftest import REPO, paper_nb, GOOD
-from paperlib.runner import reproduce
-from paperlib.site import build_site
+from conftest import REPO, BIN, in_copy
 from paperlib import cli
 
-PILOT = "face_verification_bias"
+PILOT = "demo_paper"
 ARTIFACTS = REPO / "tests" / "artifacts"
-quiet = lambda *a, **k: None
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory):
-    """A project with the pilot paper (run for real, ci profile), `never_run` (never run) and `broken` (its run
-    raises), the library notebooks of this repo, and the site built from it."""
-    base = tmp_path_factory.mktemp("site")
-    root, reports = base / "proj", base / "reports"
-    (root / "nbs" / "papers").mkdir(parents=True)
-    shutil.copy(REPO / "pyproject.toml", root / "pyproject.toml")
-    (root / "settings.ini").write_text("[run]\nprofile = ci\nreports = reports\ntimeout = 600\njobs = 1\nseed = 0\n")
-    for nb in REPO.glob("nbs/[0-9][0-9]_*.ipynb"): shutil.copy(nb, root / "nbs" / nb.name)
-    shutil.copy(REPO / "nbs" / "papers" / f"{PILOT}.ipynb", root / "nbs" / "papers" / f"{PILOT}.ipynb")
-    nbformat.write(paper_nb("never_run", GOOD, title="A Paper Never Run"), root / "nbs" / "papers" / "never_run.ipynb")
-    nbformat.write(paper_nb("broken", "raise RuntimeError('the experiment broke on purpose')", title="A Broken Paper"),
-                   root / "nbs" / "papers" / "broken.ipynb")
-    runs = {r.slug: r for r in reproduce([PILOT], profile="ci", root=REPO, reports=reports, log=quiet)}
-    assert runs[PILOT].status == "ok", runs[PILOT].error
-    runs = {r.slug: r for r in reproduce(["broken"], profile="ci", root=root, reports=reports, log=quiet)}
-    assert runs["broken"].status == "failed"
-    index = build_site(base / "_site", reports=reports, root=root, log=quiet)
-    return index.parent, reports
+def site(scratch_repo):
+    """The site of the scratch repo: `demo_paper` (written by `paperlib new`, run in the ci profile), `never_run` (never
+    run) and `broken` (its run raises), with this repo's library notebooks and guides."""
+    r = in_copy(scratch_repo, BIN / "python", "-m", "paperlib.cli", "site", "--out", scratch_repo / "_site")
+    assert r.returncode == 0, r.stdout + r.stderr
+    return scratch_repo / "_site", scratch_repo / "reports"
 
 def pages(out: Path) -> list[Path]:
     return sorted(out.rglob("*.html"))
@@ -63,8 +46,9 @@ def internal(value: str) -> bool:
 def test_pages_exist(site):
     out, _ = site
     names = {p.relative_to(out).as_posix() for p in pages(out)}
-    for need in ["index.html", "guide.html", f"papers/{PILOT}.html", f"papers/{PILOT}.py.html", "papers/never_run.html",
-                 "papers/broken.html", "lib/00_core.html", "lib/07_runner.html", "lib/runner.py.html"]:
+    for need in ["index.html", "guide.html", "adding_a_paper.html", f"papers/{PILOT}.html", f"papers/{PILOT}.py.html",
+                 "papers/never_run.html", "papers/broken.html", "lib/00_core.html", "lib/07_runner.html", "lib/runner.py.html",
+                 "lib/11_collection.html", "lib/12_render.html"]:
         assert need in names, need
     assert (out / "papers" / f"{PILOT}.ipynb").exists() and (out / "static" / "mathjax" / "tex-svg.js").exists()
     # one MathJax for the whole site, not one per page
@@ -76,8 +60,9 @@ def test_home_is_the_collection(site):
     home = (out / "index.html").read_text()
     m = json.loads((reports / PILOT / "manifest.json").read_text())
     v = m["verdicts"]
-    row = re.search(rf'<tr><td><a href="papers/{PILOT}.html">.*?</tr>', home, re.S).group(0)
-    assert f'title="reproduced">{v.get("reproduced", 0)}<' in row and f'title="not reproduced">{v.get("not reproduced", 0)}<' in row
+    row = re.search(rf'<tr[^>]*><td><a href="papers/{PILOT}.html">.*?</tr>', home, re.S).group(0)
+    for k in ("reproduced", "not reproduced", "inconclusive", "not checkable"):
+        assert f'title="{k}">{v.get(k, 0)}<' in row, (k, row)
     assert m["data"]["name"] in row and "ci" in row and f'{m["runner"]["wall_s"]:.0f} s' in row
     assert re.search(r'papers/never_run.html">.*?never run', home, re.S)
     assert "the experiment broke on purpose" in home
@@ -87,10 +72,13 @@ def test_paper_page_opens_with_verdicts_data_and_claims(site):
     page = (out / "papers" / f"{PILOT}.html").read_text()
     claims = json.loads((reports / PILOT / "claims.json").read_text())["claims"]
     main = page[page.index("<main>"):]
-    # verdict summary, data badge and claims table come before the report body
-    i_sum, i_badge, i_claims, i_report = (main.index("Verdicts:"), main.index("embedded proxy data"),
-                                          main.index('id="claims"'), main.index('id="report"'))
-    assert i_sum < i_claims < i_report and i_badge < i_report
+    # title, venue and authors, the data banner, the tally, the gates and the claims come before the report body
+    i_title, i_data, i_sum, i_gates, i_claims, i_report = (
+        main.index("A Demo Paper"), main.index("Data: embedded default"), main.index("Verdicts</b> of"),
+        main.index("Gates</b>"), main.index('id="claims"'), main.index('id="report"'))
+    assert i_title < i_data < i_sum < i_gates < i_claims < i_report
+    assert "A. Author, B. Author" in main[:i_report] and "Demo Venue 2024" in main[:i_report]
+    assert "(rule: ours)" in main
     for c in claims:
         tr = re.search(rf'<tr id="claim-{re.escape(c["id"])}">.*?</tr>', page, re.S).group(0)
         assert c["verdict"] in tr
@@ -110,13 +98,15 @@ def test_never_run_and_failed_pages_say_so(site):
 def test_library_reference_has_prose_tests_and_api(site):
     out, _ = site
     page = (out / "lib" / "07_runner.html").read_text()
-    assert 'id="api-paper_notebooks"' in page and "slug -&gt; notebook path" in page
+    assert 'id="api-reproduce"' in page and 'id="api-cache_key"' in page
     assert re.search(r'href="runner.py.html#L-\d+"', page)
     assert "test_eq(" in re.sub(r"<[^>]+>", "", page)  # the notebook's tests are shown (highlighted: tags between)
     assert "The cache key" in page       # and its prose
     guide = (out / "guide.html").read_text()
     for p in ("ci", "smoke", "full"): assert f"<code>{p}</code>" in guide
-    assert "SynthFaces" in guide and "index.csv" in guide and "Adding a paper" in guide
+    assert "Toy" in guide and "samples.csv" in guide and "demo_paper/" in guide and "More machines" in guide
+    adding = re.sub(r"<[^>]+>", "", (out / "adding_a_paper.html").read_text())
+    assert "paperlib new" in adding and "you leave alone" in adding
 
 def test_cli_refuses_to_overwrite_the_project(capsys):
     assert cli.main(["site", "--out", str(REPO)]) == 2
