@@ -9,7 +9,7 @@ STAMP   := $(VENV)/.installed
 PROFILE ?= smoke
 JOBS    ?= 1
 
-.PHONY: env reproduce test bench clean-reports docs browser
+.PHONY: env reproduce test bench check-determinism clean-reports docs browser
 
 # torch first and pinned: torch==2.13.0 is the CPU build on our machines' disk, while a bare `torch`
 # (asked for by pytorch-metric-learning) would pull a multi-GB CUDA build (DESIGN.md 3.3).
@@ -39,6 +39,10 @@ browser:
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench.py
+
+# every paper twice with the same seed: byte-identical tables (the test suite checks the cheapest paper only)
+check-determinism: $(STAMP)
+	$(BIN)/python benchmarks/determinism.py --profile $(or $(DET_PROFILE),ci)
 
 clean-reports:
 	rm -rf reports/*/ reports/.staging reports/.failed reports/.trash reports/index.html reports/status.json

@@ -11,7 +11,8 @@ Writes benchmarks/results.json and prints a markdown table for the README.
 import json, os, sys, time, shutil, platform, subprocess, tempfile
 from pathlib import Path
 
-from paperlib.runner import reproduce, paper_notebooks
+from paperlib.runner import reproduce
+from paperlib.collection import paper_notebooks
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -32,7 +33,7 @@ def bench_profile(profile: str, scratch: Path, papers, n_runs: int = 2) -> dict:
         a = runs[0]
         out[s] = dict(status=[r["status"] for r in runs], wall_s=[r["wall_s"] for r in runs],
                       cells_s=a["runner"].get("cells_s"), overhead_s=[r["runner"].get("overhead_s") for r in runs],
-                      html_s=a["runner"].get("html_s"), verdicts=a["verdicts"], n_csv=len(a["csv"]),
+                      verdicts=a["verdicts"], n_csv=len(a["csv"]),
                       identical_csv=(bool(a["csv"]) and all(r["csv"] == a["csv"] for r in runs)) if n_runs > 1 else None)
         print(profile, s, out[s], flush=True)
     return out
@@ -64,7 +65,7 @@ def main():
     for prof in ("ci", "smoke"):
         for s, v in res.get(prof, {}).items():
             print(f"| {s} `{prof}` wall time ({len(v['wall_s'])} runs) | {', '.join(f'{x} s' for x in v['wall_s'])} |")
-            print(f"| {s} `{prof}` runner overhead | {', '.join(f'{x} s' for x in v['overhead_s'])} (HTML export {v['html_s']} s) |")
+            print(f"| {s} `{prof}` runner overhead | {', '.join(f'{x} s' for x in v['overhead_s'])} |")
             print(f"| {s} `{prof}` byte-identical CSVs across 2 runs | {v['identical_csv']} ({v['n_csv']} files) |")
     w = res["warm_cache"]
     print(f"| warm-cache rerun of {len(papers)} paper(s) (`{w['profile']}`) | {w['seconds']} s (all cached: {w['all_cached']}) |")

@@ -9,7 +9,8 @@ imports included, building into a scratch folder. Writes benchmarks/site.json an
 import argparse, json, os, platform, shutil, statistics, subprocess, sys, tempfile, time
 from pathlib import Path
 
-from paperlib.runner import reproduce, paper_notebooks
+from paperlib.runner import reproduce
+from paperlib.collection import paper_notebooks
 
 REPO = Path(__file__).resolve().parents[1]
 
