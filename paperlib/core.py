@@ -204,7 +204,8 @@ def package_versions(names=KEY_PACKAGES) -> dict:
 
 def git_state(root: Path | None = None) -> dict:
     "Commit and dirtiness of the repo at `root` (None outside git)."
-    root = Path(root) if root else project_root()
+    try: root = Path(root) if root else project_root()
+    except FileNotFoundError: return dict(commit=None, dirty=None)   # a run outside a checkout (a cluster worker)
     def git(*a):
         return subprocess.run(["git", *a], cwd=root, capture_output=True, text=True, timeout=10).stdout.strip()
     try:
@@ -238,13 +239,13 @@ class RunContext:
     def create(cls, slug, *args, **kw):
         "Check the parameters (`RunParams` order), seed everything, apply the thread policy and make `out_dir`."
         p = RunParams(*args, **kw)
-        root = project_root()
         data_root = None
         if p.data_root is not None:
             data_root = Path(p.data_root).expanduser()
-            if not data_root.is_absolute(): data_root = (root / data_root)
+            if not data_root.is_absolute(): data_root = (project_root() / data_root)
             if not data_root.is_dir(): raise FileNotFoundError(f"data_root {data_root} does not exist (or is not a folder)")
-        out_dir = Path(p.out_dir) if p.out_dir else read_settings(root)["reports"] / "_interactive" / slug
+        # a run with its out_dir (the runner's, on any machine) needs no project folder around it
+        out_dir = Path(p.out_dir) if p.out_dir else read_settings(project_root())["reports"] / "_interactive" / slug
         out_dir.mkdir(parents=True, exist_ok=True)
         set_pool_threads(1)
         seed_everything(p.seed)

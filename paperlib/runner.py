@@ -19,8 +19,8 @@ from .render import report_page, collection_table, esc, PAGE_CSS, TALLY_LEGEND
 # %% auto #0
 __all__ = ['KERNEL_PREFIX', 'batch_params', 'imported_modules', 'packages_digest', 'code_digest', 'dataset_fingerprints',
            'gpu_visible', 'cache_key', 'cell_seconds', 'execute_paper', 'write_report', 'error_text', 'child_main',
-           'Job', 'Outcome', 'PaperRun', 'plan', 'finish', 'Interrupted', 'LocalExecutor', 'reproduce', 'make_executor',
-           'write_index', 'format_table', 'tally_text', 'summary']
+           'Job', 'Outcome', 'PaperRun', 'plan', 'finish', 'die_with_parent', 'run_child', 'Interrupted',
+           'LocalExecutor', 'reproduce', 'make_executor', 'write_index', 'format_table', 'tally_text', 'summary']
 
 # %% ../nbs/07_runner.ipynb #d8189760
 def batch_params(cfg: dict, **given) -> RunParams:
@@ -168,6 +168,7 @@ def error_text(e: BaseException) -> tuple[str, str]:
 def child_main(spec_path: str) -> int:
     "Run the job described in `spec_path` (JSON: slug, nb, out_dir, params, key, parts); 0 when it succeeded."
     spec = json.loads(Path(spec_path).read_text())
+    die_with_parent(spec.get("parent"))
     out, slug = Path(spec["out_dir"]), spec["slug"]
     meta = paper_meta(Path(spec["nb"]))
     try:
@@ -292,17 +293,58 @@ def _kill_tree(proc: subprocess.Popen):
 def _remove_kernel_dirs(pid: int):
     for d in Path(tempfile.gettempdir()).glob(f"{KERNEL_PREFIX}{pid}-*"): shutil.rmtree(d, ignore_errors=True)
 
+def die_with_parent(parent_pid: int | None):
+    "Ask the kernel for SIGKILL when this process's parent dies (Linux; elsewhere nothing), and die now if it already has."
+    if parent_pid is None: return
+    with contextlib.suppress(Exception):
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG
+    if os.getppid() != parent_pid: os._exit(1)
+
+def _read_error(staging: Path, code: int) -> str:
+    p = staging / "error.txt"
+    if p.exists(): return p.read_text(encoding="utf-8").split("\n\n", 1)[0].strip()
+    return f"the run exited with code {code} without saying why (see log.txt)"
+
+def run_child(job: Job, threads: int, timeout: float, stop: threading.Event, log=print, where: str = "local") -> Outcome:
+    "Run `job` in a child process with `threads` threads and wait: killed at `timeout` s or when `stop` is set."
+    job.params = {**job.params, "threads": threads}
+    spec = job.staging.parent / f"{job.staging.name}.json"
+    spec.write_text(json.dumps({**job.spec(), "parent": os.getpid()}))
+    env = {**os.environ, **THREAD_ENV, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "paperlib.runner", str(spec)], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True)
+    tail: list[str] = []
+    def pump():
+        for line in proc.stdout:
+            tail.append(line.rstrip()); del tail[:-200]
+            if line.startswith(f"[{job.slug}]"): log(line.rstrip())
+    th = threading.Thread(target=pump, daemon=True); th.start()
+    log(f"[{job.slug}] started on {where} ({job.params['profile']} profile, {threads} thread{'s' * (threads > 1)})")
+    t0, status, error = time.time(), None, None
+    try:
+        while proc.poll() is None:
+            if stop.is_set(): status, error = "interrupted", f"interrupted ({getattr(stop, 'reason', 'Ctrl-C')}); the last good report is kept"
+            elif time.time() - t0 > timeout: status, error = "timeout", f"timed out after {timeout:g} s (the notebook timeout)"
+            if status: break
+            stop.wait(0.2)
+    finally:
+        if proc.poll() is None: _kill_tree(proc)
+        th.join(5)
+        _remove_kernel_dirs(proc.pid)
+        spec.unlink(missing_ok=True)
+    if status is None:
+        ok = proc.returncode == 0 and (job.staging / "manifest.json").exists()
+        status, error = ("ok", None) if ok else ("failed", _read_error(job.staging, proc.returncode))
+    return Outcome(status, time.time() - t0, error, list(tail), where)
+
+# %% ../nbs/07_runner.ipynb #e7f0cf45
 class Interrupted(KeyboardInterrupt):
     "Ctrl-C or a termination signal; `reason` says which."
     def __init__(self, reason: str = "Ctrl-C"): super().__init__(reason); self.reason = reason
 
 def _raise_interrupt(signum, frame):
     raise Interrupted(signal.Signals(signum).name)
-
-def _read_error(job: Job, code: int) -> str:
-    p = job.staging / "error.txt"
-    if p.exists(): return p.read_text(encoding="utf-8").split("\n\n", 1)[0].strip()
-    return f"the run exited with code {code} without saying why (see log.txt)"
 
 class LocalExecutor:
     "Runs jobs as child processes of this machine, `jobs` at a time."
@@ -311,56 +353,22 @@ class LocalExecutor:
         self.jobs, self.timeout, self.log = jobs, timeout, log
         self.threads = max(1, (os.cpu_count() or 1) // jobs)
 
-    def _start(self, job: Job):
-        job.params = {**job.params, "threads": self.threads}
-        spec = job.staging.parent / f"{job.staging.name}.json"
-        spec.write_text(json.dumps(job.spec()))
-        env = {**os.environ, **THREAD_ENV, "PYTHONUNBUFFERED": "1"}
-        proc = subprocess.Popen([sys.executable, "-m", "paperlib.runner", str(spec)], stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True)
-        tail: list[str] = []
-        def pump():
-            for line in proc.stdout:
-                tail.append(line.rstrip()); del tail[:-200]
-                if line.startswith(f"[{job.slug}]"): self.log(line.rstrip())
-        th = threading.Thread(target=pump, daemon=True); th.start()
-        self.log(f"[{job.slug}] started ({job.params['profile']} profile, {self.threads} thread{'s' * (self.threads > 1)})")
-        return proc, time.time(), tail, th, spec
-
-    def _end(self, job: Job, proc, t0, tail, th, spec, status=None, error=None) -> Outcome:
-        if proc.poll() is None: _kill_tree(proc)
-        th.join(5)
-        _remove_kernel_dirs(proc.pid)
-        spec.unlink(missing_ok=True)
-        if status is None:
-            ok = proc.returncode == 0 and (job.staging / "manifest.json").exists()
-            status, error = ("ok", None) if ok else ("failed", _read_error(job, proc.returncode))
-        return Outcome(status, time.time() - t0, error, list(tail), "local")
-
     def run(self, queue: list[Job], done):
-        "Run `queue`, calling `done(job, outcome)` as each job ends."
-        queue, running = list(queue), {}
-        try:
-            while queue or running:
-                while queue and len(running) < self.jobs:
-                    job = queue.pop(0)
-                    running[job.slug] = (job, *self._start(job))
-                time.sleep(0.2)
-                for slug, (job, proc, t0, tail, th, spec) in list(running.items()):
-                    if proc.poll() is None and time.time() - t0 <= self.timeout: continue
-                    timed_out = proc.poll() is None
-                    out = self._end(job, proc, t0, tail, th, spec, *(("timeout", f"timed out after {self.timeout:g} s "
-                                                                      "(the notebook timeout)") if timed_out else ()))
-                    del running[slug]
-                    done(job, out)
-        except KeyboardInterrupt as e:
-            reason = getattr(e, "reason", "Ctrl-C")
-            for job, proc, t0, tail, th, spec in running.values():
-                out = self._end(job, proc, t0, tail, th, spec, "interrupted",
-                                f"interrupted ({reason}); the last good report is kept")
-                shutil.rmtree(job.staging, ignore_errors=True)
-                done(job, out)
-            raise
+        "Run `queue`, calling `done(job, outcome)` (in this thread) as each job ends."
+        from concurrent.futures import ThreadPoolExecutor, wait, FIRST_COMPLETED
+        stop = threading.Event()
+        with ThreadPoolExecutor(self.jobs) as pool:
+            futs = {pool.submit(run_child, job, self.threads, self.timeout, stop, self.log): job for job in queue}
+            pending = set(futs)
+            try:
+                while pending:
+                    finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+                    for f in finished: done(futs[f], f.result())
+            except KeyboardInterrupt as e:
+                stop.reason = getattr(e, "reason", "Ctrl-C"); stop.set()
+                for f in pending:
+                    if not f.cancel(): done(futs[f], f.result())
+                raise
 
 # %% ../nbs/07_runner.ipynb #502a8c49
 def _clean_orphans(reports: Path):
