@@ -1,7 +1,6 @@
 """Tests of paperlib.papers.gender_bias_transformers: template bank rules, word-piece averaging on the real MiniLM, the
 measurements, every gate and claim rule on constructed numbers (a pass and a fail case each), the full-profile seed
 statistics, and the real-data loaders on a tiny dataset in the real layout (`write_tiny_dataset`, `BREAKAGES`)."""
-import shutil
 from pathlib import Path
 
 import numpy as np
