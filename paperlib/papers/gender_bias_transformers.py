@@ -7,7 +7,7 @@ template bank written here, T5/mT5 on STS-B in the full profile."""
 # %% ../../nbs/papers/gender_bias_transformers.ipynb #8348f1d9
 from __future__ import annotations
 import os
-# no hub at run time (DESIGN 3.4): set before transformers / sentence-transformers are imported anywhere
+# no hub at run time: set before transformers / sentence-transformers are imported anywhere
 os.environ.setdefault("HF_HUB_OFFLINE", "1"); os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 import re, csv, json, math, time
 from pathlib import Path
@@ -18,19 +18,25 @@ import pandas as pd
 import torch
 from scipy import stats as sps
 
-from ..data import DataError, DataSource, fingerprint_real
+from ..data import DataError, DataSource, Column, read_table, fingerprint_real
 from ..stats import paired_tests, correct_pvalues, format_p
+from ..report import rule_outcome
 
 # %% auto #0
 __all__ = ['OCCUPATIONS', 'SELECTED', 'FEMALE_SET', 'MALE_SET', 'ALL_OCCUPATIONS', 'EDUCATION', 'TEMPLATE_DOMAINS',
-           'TEMPLATES_EN', 'GENDERED_WORDS', 'GENDER_SUBJECTS', 'CONTROL_PAIRS', 'STSB_FILES', 'WEIGHT_FILES',
-           'TOKENIZER_FILES', 'PRONOUNS', 'SUBJECT_PREFIX', 'T5_FORMAT', 'MT5_FORMAT', 'MT5_HP', 'PALETTE_9',
+           'TEMPLATES_EN', 'GENDERED_WORDS', 'GENDER_SUBJECTS', 'CONTROL_PAIRS', 'STSB_FILES', 'STSB_SV_FILES',
+           'STSB_COLUMNS', 'STSB_SV_COLUMNS', 'WEIGHT_FILES', 'TOKENIZER_FILES', 'MODEL_FOLDERS', 'PRONOUNS',
+           'SUBJECT_PREFIX', 'NEWLINE', 'T5_FORMAT', 'MT5_FORMAT', 'MT5_HP', 'SV_OCCUPATIONS', 'SV_UNIQUE', 'PALETTE_9',
            'status_table', 'parse_templates', 'load_templates', 'article', 'subject_sentence', 'build_sentences',
            'minilm_path', 'load_minilm', 'word_span', 'piece_index', 'contextual_embeddings', 'sim_matrix',
            'extrinsic_scores', 'extrinsic_table', 'gender_direction', 'direction_stability', 'polarity', 'gender_wavg',
-           'read_stsb', 'read_stsb_sv', 'stsb_templates', 'check_snapshot', 'load_seq2seq', 'parse_score',
-           'seq2seq_scores', 'finetune_mt5', 'encoding_throughput', 'fig_delta', 'word_vectors', 'intrinsic_analysis',
-           'fig3_panel']
+           'set_contrast', 'read_stsb', 'read_stsb_sv', 'stsb_templates', 'check_snapshot', 'load_real_data',
+           'load_seq2seq', 'parse_score', 'seq2seq_scores', 'finetune_mt5', 'finetune_seeds', 'seed_bars',
+           'bars_separate', 'fisher_combine', 'sv_counts', 'encoding_throughput', 'fig_delta', 'word_vectors',
+           'intrinsic_analysis', 'fig3_panel', 'sv_sentences', 'pair_scores', 'nan_filled', 'separation_auc',
+           'sts_gate', 'pipeline_gate', 'split_half_agreement', 'direction_gate', 'specificity_gate', 'share_gate',
+           'c1_rule', 'c2_rule', 'c3_rule', 'c5_rule', 'c6_rule', 'c7_rule', 'c8_rule', 'c9_rule', 'relative_offset',
+           'status_test']
 
 # %% ../../nbs/papers/gender_bias_transformers.ipynb #ae89da09
 OCCUPATIONS = ("technician accountant supervisor engineer worker educator clerk counselor inspector mechanic manager "
@@ -341,14 +347,16 @@ def sim_matrix(E_subject, E_occ) -> np.ndarray:
     "Cosine similarity per template: rows of two (templates x dim) arrays of normalized sentence embeddings."
     return np.einsum("id,id->i", E_subject, E_occ)
 
-def extrinsic_scores(sent: pd.DataFrame, E: np.ndarray, occupations, subjects=GENDER_SUBJECTS) -> dict:
+def extrinsic_scores(sent: pd.DataFrame, E: np.ndarray, occupations, subjects=GENDER_SUBJECTS, shift: int = 0) -> dict:
     "{subject: (occupations x templates) array of sim_i(subject, o)} from one layer's sentence vectors `E`."
+    # shift=k pairs template i's subject sentence with template i+k's occupation sentence: a mismatched pair
     key = {(r.template, r.word, r.kind): k for k, r in enumerate(sent.itertuples())}
     tpl = sorted(sent.template.unique())
+    other = list(np.roll(tpl, -shift))
     out = {}
     for s in subjects:
         Es = E[[key[(t, s, "subject")] for t in tpl]]
-        out[s] = np.stack([sim_matrix(Es, E[[key[(t, o, "occupation")] for t in tpl]]) for o in occupations])
+        out[s] = np.stack([sim_matrix(Es, E[[key[(t, o, "occupation")] for t in other]]) for o in occupations])
     return out
 
 def extrinsic_table(sim_he, sim_she, occupations, level: float = 0.95) -> pd.DataFrame:
@@ -391,43 +399,63 @@ def gender_wavg(b) -> float:
     b = np.asarray(b, dtype=float)
     return float((np.sign(b) * b ** 2).sum() / np.abs(b).sum())
 
+def set_contrast(b: dict, F=FEMALE_SET, M=MALE_SET) -> np.ndarray:
+    "D_i = mean over F of b_{o,i} - mean over M of b_{o,i}, per context i (C3's statistic)."
+    return np.mean([b[o] for o in F], 0) - np.mean([b[o] for o in M], 0)
+
 # %% ../../nbs/papers/gender_bias_transformers.ipynb #e63394d0
 STSB_FILES = dict(test="sts-test.csv", train="sts-train.csv", dev="sts-dev.csv")
+STSB_SV_FILES = dict(test="test-sv.tsv", train="train-sv.tsv", dev="dev-sv.tsv")
+STSB_COLUMNS = ("genre", "file", "year", "id", "score", "sentence1", "sentence2")
+STSB_SV_COLUMNS = [Column("sentence1", doc="first sentence (Swedish)"), Column("sentence2", doc="second sentence"),
+                   Column("score", kind="float", doc="similarity 0-5")]
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
 TOKENIZER_FILES = ("tokenizer.json", "spiece.model")
+MODEL_FOLDERS = tuple(f"{m}-{s}" for m in ("t5", "mt5") for s in ("small", "base", "large"))
 PRONOUNS = dict(en=dict(man=("he", "his", "him"), woman=("she", "her", "hers")),
                 sv=dict(man=("han", "hans", "honom"), woman=("hon", "henne", "hennes")))
 SUBJECT_PREFIX = dict(en=dict(man="A man ", woman="A woman "), sv=dict(man="En man ", woman="En kvinna "))
+NEWLINE = b"\n"
 
 def read_stsb(path) -> pd.DataFrame:
-    "An English STS-B file (tab-separated, no header, QUOTE_NONE): score, sentence1, sentence2, one row per line."
+    "An English STS-B file (tab-separated, no header, no quoting): score, sentence1, sentence2 and the file line of each row."
     path = Path(path)
-    if not path.is_file(): raise DataError(f"STS-B file {path} does not exist (expected in the layout <data_root>/stsb/)")
+    if not path.is_file(): raise DataError(f"missing file {path} (the STS-B layout: <data_root>/stsb/{path.name})")
+    raw = path.read_bytes()
+    try: text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        row = raw[:e.start].count(NEWLINE) + 1
+        raise DataError(f"{path}, row {row}: not UTF-8 text "
+                        f"(byte {raw[e.start:e.start + 1]!r}); save the file as UTF-8") from None
     rows = []
-    with open(path, encoding="utf-8", newline="") as f:
-        for ln, fields in enumerate(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE), start=1):
-            if not fields or fields == [""]: continue
-            if len(fields) < 7:
-                raise DataError(f"{path}, line {ln}: {len(fields)} tab-separated fields, STS-B has at least 7 "
-                                "(genre, file, year, id, score, sentence1, sentence2)")
-            try: score = float(fields[4])
-            except ValueError: raise DataError(f"{path}, line {ln}, column 5 (score): {fields[4]!r} is not a number") from None
-            rows.append(dict(score=score, sentence1=fields[5], sentence2=fields[6], line=ln))
-    if not rows: raise DataError(f"{path}: no rows")
+    for ln, line in enumerate(text.splitlines(), start=1):
+        if not line.strip(): continue
+        fields = line.split("\t")
+        where = f"{path}, row {ln}"
+        if len(fields) < 7:
+            raise DataError(f"{where}, column {len(fields) + 1} ({STSB_COLUMNS[len(fields)]}): missing; the row has "
+                            f"{len(fields)} tab-separated fields, STS-B rows have at least 7 ({', '.join(STSB_COLUMNS)})")
+        try: score = float(fields[4])
+        except ValueError: raise DataError(f"{where}, column 5 (score): {fields[4]!r} is not a number") from None
+        if not 0 <= score <= 5: raise DataError(f"{where}, column 5 (score): {score} is outside the STS range 0-5")
+        for c in (5, 6):
+            if not fields[c].strip(): raise DataError(f"{where}, column {c + 1} ({STSB_COLUMNS[c]}): empty, but a sentence is required")
+        rows.append(dict(score=score, sentence1=fields[5].strip(), sentence2=fields[6].strip(), line=ln))
+    if not rows: raise DataError(f"{path} has no rows (expected tab-separated STS-B rows: {', '.join(STSB_COLUMNS)})")
     return pd.DataFrame(rows)
 
 def read_stsb_sv(path) -> pd.DataFrame:
-    "A Swedish STS-B file (tab-separated, header with sentence1, sentence2, score)."
+    "A Swedish STS-B file (tab-separated, a header with sentence1, sentence2, score), read by `read_table`."
     path = Path(path)
-    if not path.is_file(): raise DataError(f"Swedish STS-B file {path} does not exist (expected in <data_root>/stsb_sv/)")
-    df = pd.read_csv(path, sep="\t", quoting=csv.QUOTE_NONE, dtype=str, keep_default_na=False)
-    if miss := [c for c in ("sentence1", "sentence2", "score") if c not in df.columns]:
-        raise DataError(f"{path}: missing column(s) {miss}; found {list(df.columns)}")
-    bad = pd.to_numeric(df.score, errors="coerce").isna()
-    if bad.any(): raise DataError(f"{path}, line {int(np.flatnonzero(bad)[0]) + 2}, column 'score': {df.score[bad].iloc[0]!r} is not a number")
-    return df.assign(score=df.score.astype(float), line=np.arange(2, len(df) + 2))[["score", "sentence1", "sentence2", "line"]]
+    if not path.is_file(): raise DataError(f"missing file {path} (the Swedish STS-B layout: <data_root>/stsb_sv/{path.name})")
+    df = read_table(path, STSB_SV_COLUMNS, sep="\t")
+    bad = ~df.score.between(0, 5)
+    if bad.any():
+        raise DataError(f"{path}, row {df.attrs['lines'][int(np.argmax(bad))]}, column 'score': "
+                        f"{df.score[bad].iloc[0]} is outside the STS range 0-5")
+    return df.assign(line=df.attrs["lines"])[["score", "sentence1", "sentence2", "line"]]
 
-def stsb_templates(sentence1, lang: str = "en") -> pd.DataFrame:
+def stsb_templates(sentence1, lang: str = "en", source: str = "STS-B") -> pd.DataFrame:
     "Gender-neutral predicates of the sentences that start with 'A man'/'A woman' (the paper's filter), deduplicated."
     if lang not in PRONOUNS: raise ValueError(f"unknown language {lang!r}; valid: {', '.join(PRONOUNS)}")
     rows, seen = [], set()
@@ -437,7 +465,10 @@ def stsb_templates(sentence1, lang: str = "en") -> pd.DataFrame:
                 pred = s[len(prefix):].strip()
                 if pred and pred.lower() not in seen:
                     seen.add(pred.lower()); rows.append(dict(template=len(rows), domain="stsb", predicate=pred, line=0))
-    if not rows: raise DataError("no STS-B sentence1 starts with the gendered subject: is this the STS-B test split?")
+    if len(rows) < 4:
+        raise DataError(f"{source}, column sentence1: {len(rows)} sentence(s) start with "
+                        f"{' or '.join(repr(p.strip()) for p in SUBJECT_PREFIX[lang].values())} without another gendered "
+                        "pronoun; the measurements need at least 4 (is this the STS-B test split?)")
     return pd.DataFrame(rows)
 
 def check_snapshot(folder) -> Path:
@@ -449,9 +480,38 @@ def check_snapshot(folder) -> Path:
         raise DataError(f"{folder}: missing the weights file model.safetensors (or one of {', '.join(WEIGHT_FILES[1:])})")
     if not any((folder / t).is_file() for t in TOKENIZER_FILES):
         raise DataError(f"{folder}: missing the tokenizer file spiece.model (or tokenizer.json)")
-    try: json.loads((folder / "config.json").read_text())
-    except ValueError as e: raise DataError(f"{folder / 'config.json'}: not valid JSON ({e})") from None
+    try: json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as e: raise DataError(f"{folder / 'config.json'}: not valid JSON ({e})") from None
     return folder
+
+def load_real_data(stsb=None, stsb_sv=None, models=None) -> dict:
+    "Check every real file present in the three dataset folders (None: absent); their tables, snapshot folders and file list."
+    out = dict(stsb={}, stsb_sv={}, models={}, files=[])
+    for key, folder, names, reader in (("stsb", stsb, STSB_FILES, read_stsb), ("stsb_sv", stsb_sv, STSB_SV_FILES, read_stsb_sv)):
+        if folder is None: continue
+        folder = Path(folder)
+        if key == "stsb" and not (folder / names["test"]).is_file():
+            raise DataError(f"missing file {folder / names['test']} (the STS-B test split; the templates come from it)")
+        for split, name in names.items():
+            if (folder / name).is_file():
+                out[key][split] = reader(folder / name); out["files"].append(Path(key) / name)
+        if key == "stsb_sv" and not out[key]:
+            raise DataError(f"{folder}: none of {', '.join(names.values())} (the Swedish STS-B layout)")
+    if models is not None:
+        models = Path(models)
+        unknown = sorted(p.name for p in models.iterdir() if p.is_dir() and p.name not in MODEL_FOLDERS)
+        if unknown: print(f"ignored under {models}: {', '.join(unknown)} (model folders are named {', '.join(MODEL_FOLDERS)})")
+        for name in MODEL_FOLDERS:
+            if (models / name).exists():
+                out["models"][name] = check_snapshot(models / name)
+                out["files"] += [Path("models") / name / f.name for f in sorted((models / name).iterdir()) if f.is_file()]
+    if out["stsb"]: out["templates"] = stsb_templates(out["stsb"]["test"].sentence1, "en", str(Path(stsb) / STSB_FILES["test"]))
+    return out
+
+# %% ../../nbs/papers/gender_bias_transformers.ipynb #04c098f6
+T5_FORMAT, MT5_FORMAT = "stsb sentence1: {a} sentence2: {b}", "s1: {a} s2: {b}"
+MT5_HP = dict(lr=1e-4, eps=1e-4, weight_decay=0.05, dropout=0.007, batch_size=16, epochs=3, max_source=256,
+              max_target=2, clip=1.0, seeds=(42, 43, 44))
 
 def load_seq2seq(folder, device: str = "cpu", dtype=None):
     "(tokenizer, model) of a local T5/mT5 snapshot, read with local_files_only=True."
@@ -460,11 +520,6 @@ def load_seq2seq(folder, device: str = "cpu", dtype=None):
     tok = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
     model = AutoModelForSeq2SeqLM.from_pretrained(str(folder), local_files_only=True, **({"dtype": dtype} if dtype else {}))
     return tok, model.to(device).eval()
-
-# %% ../../nbs/papers/gender_bias_transformers.ipynb #04c098f6
-T5_FORMAT, MT5_FORMAT = "stsb sentence1: {a} sentence2: {b}", "s1: {a} s2: {b}"
-MT5_HP = dict(lr=1e-4, eps=1e-4, weight_decay=0.05, dropout=0.007, batch_size=16, epochs=3, max_source=256,
-              max_target=2, clip=1.0, seeds=(42, 43, 44))
 
 def parse_score(text: str) -> float:
     "The number a T5 model generated, or NaN when it generated something else."
@@ -505,6 +560,40 @@ def finetune_mt5(folder, train: pd.DataFrame, seed: int, device: str, hp: dict =
             opt.zero_grad(); loss.backward(); torch.nn.utils.clip_grad_norm_(model.parameters(), hp["clip"]); opt.step()
         log(f"mT5 {Path(folder).name} seed {seed} epoch {ep + 1}: last loss {loss.item():.3f}")
     return tok, model.eval()
+
+# %% ../../nbs/papers/gender_bias_transformers.ipynb #8a041bd8
+SV_OCCUPATIONS = ("tekniker revisor handledare ingenjör arbetare lärare kontorist rådgivare inspektör mekaniker chef "
+                  "terapeut administratör försäljare receptionist bibliotekarie rådgivare apotekare vaktmästare psykolog "
+                  "läkare snickare sjuksköterska utredare bartender specialist elektriker officer patolog lärare advokat "
+                  "planerare utövare rörmokare instruktör kirurg veterinär sjukvårdare granskare kemist maskinist "
+                  "värderare nutritionist arkitekt frisör bagare programmerare advokat hygienist forskare").split()
+SV_UNIQUE = tuple(dict.fromkeys(SV_OCCUPATIONS))
+
+def finetune_seeds(run_seed: int, k: int = 3) -> tuple:
+    "The mT5 fine-tuning seeds of a run: the paper's 42, 43, 44 at run seed 0, disjoint blocks of k for other run seeds."
+    return tuple(42 + k * int(run_seed) + i for i in range(k))
+
+def seed_bars(per_seed, paper_code: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    "(mean, half-width) over seeds (rows) of ±2 SEM bars; SEM = s/n as in the paper's code, or s/sqrt(n)."
+    x = np.asarray(per_seed, dtype=float)
+    n = x.shape[0]
+    if n < 2: raise ValueError(f"error bars over seeds need at least 2 seeds, got {n}")
+    s = x.std(0, ddof=1)
+    return x.mean(0), 2 * s / (n if paper_code else np.sqrt(n))
+
+def bars_separate(mean_a, half_a, mean_b, half_b) -> np.ndarray:
+    "True where the bars [mean ± half] of a and b do not overlap (the paper's apparent significance rule)."
+    return np.abs(np.asarray(mean_a) - np.asarray(mean_b)) > np.asarray(half_a) + np.asarray(half_b)
+
+def fisher_combine(p_by_seed) -> np.ndarray:
+    "Fisher's combination of per-seed p-values (rows: seeds, columns: items): the combined p per item."
+    p = np.clip(np.asarray(p_by_seed, dtype=float), 1e-300, 1.0)
+    return sps.chi2.sf(-2 * np.log(p).sum(0), 2 * p.shape[0])
+
+def sv_counts(significant: dict) -> dict:
+    "Significant Swedish occupations counted over the 47 unique words and over the code's 50 rows (duplicates twice)."
+    return dict(unique=int(sum(bool(significant[w]) for w in SV_UNIQUE)),
+                rows_50=int(sum(bool(significant[w]) for w in SV_OCCUPATIONS)), n_unique=len(SV_UNIQUE))
 
 # %% ../../nbs/papers/gender_bias_transformers.ipynb #a3db6f11
 def encoding_throughput(model, sentences, batch_sizes=(16, 64, 256), reps: int = 2) -> pd.DataFrame:
@@ -567,3 +656,125 @@ def fig3_panel(ax, b: dict, words, title: str, bins: int = 60, lim: float = 0.5)
         ax.hist(np.clip(b[w], -lim, lim), bins=edges, density=True, histtype="step", color=PALETTE_9.get(w))
     for w in ("he", "she"): ax.axvline(np.median(b[w]), color=PALETTE_9[w], ls="--", lw=1.2)
     ax.set(title=title, xlabel="b = cos(w, g)   (← she | he →)", ylabel="density", xlim=(-lim, lim))
+
+# %% ../../nbs/papers/gender_bias_transformers.ipynb #888c6611
+def sv_sentences(templates: pd.DataFrame, occupations=SV_UNIQUE) -> pd.DataFrame:
+    "The Swedish counterfactual sentences: 'Han/Hon p_i' and 'En <yrke> p_i' (the paper's code), one row per (template, word)."
+    rows = []
+    for t in templates.itertuples():
+        for g, subj in (("he", "Han"), ("she", "Hon")):
+            rows.append(dict(template=t.template, kind="subject", word=g, target=subj, sentence=f"{subj} {t.predicate}"))
+        for o in occupations:
+            rows.append(dict(template=t.template, kind="occupation", word=o, target=o, sentence=f"En {o} {t.predicate}"))
+    return pd.DataFrame(rows)
+
+def pair_scores(model, tok, sent: pd.DataFrame, occupations, fmt: str, device: str) -> dict:
+    "{he, she: (occupations x templates)} generated STS scores of (gendered sentence, occupation sentence) per template."
+    key = {(r.template, r.word): r.sentence for r in sent.itertuples()}
+    tpl = sorted(sent.template.unique())
+    return {g: np.stack([seq2seq_scores(model, tok, [key[(t, g)] for t in tpl], [key[(t, o)] for t in tpl], fmt, device=device)
+                         for o in occupations]) for g in GENDER_SUBJECTS}
+
+def nan_filled(x) -> np.ndarray:
+    "Unparsable (NaN) scores replaced by the mean of the parsed ones, so the paired tests keep every template."
+    x = np.asarray(x, dtype=float)
+    return np.where(np.isnan(x), np.nanmean(x), x)
+
+# %% ../../nbs/papers/gender_bias_transformers.ipynb #4775899b
+def separation_auc(pos, neg) -> float:
+    "Area under the ROC curve: the chance that a random `pos` score beats a random `neg` one (ties count half)."
+    pos, neg = np.ravel(np.asarray(pos, dtype=float)), np.ravel(np.asarray(neg, dtype=float))
+    if not len(pos) or not len(neg): raise ValueError("separation_auc needs scores on both sides")
+    r = sps.rankdata(np.r_[pos, neg])
+    return float((r[:len(pos)].sum() - len(pos) * (len(pos) + 1) / 2) / (len(pos) * len(neg)))
+
+def sts_gate(matched, mismatched, min_auc: float = 0.9) -> tuple[bool, str | None]:
+    "G1: shared-predicate pairs score above different-predicate pairs with AUC >= min_auc (chance 0.5)."
+    auc = separation_auc(matched, mismatched)
+    return rule_outcome([] if auc >= min_auc else [f"AUC = {auc:.3f} < {min_auc}"])
+
+def pipeline_gate(max_gap: float, pieces_agree: bool, tol: float = 1e-4) -> tuple[bool, str | None]:
+    "G2: pooled last layer equals the model's sentence embedding within `tol`, and word pieces agree with the tokenizer."
+    return rule_outcome(([] if max_gap < tol else [f"largest |pooled - model embedding| = {max_gap:.2e} >= {tol:g}"]) +
+                        ([] if pieces_agree else ["an occupation's word pieces differ between sentences or from the tokenizer"]))
+
+def split_half_agreement(a, b) -> float:
+    "The worse of two shares: contexts of the odd half where a_i - b_i points along the even half's mean difference, and back."
+    d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    if len(d) < 4: raise ValueError(f"a split-half check needs at least 4 contexts, got {len(d)}")
+    even, odd = d[0::2], d[1::2]
+    return float(min(np.mean(odd @ even.mean(0) > 0), np.mean(even @ odd.mean(0) > 0)))
+
+def direction_gate(he, she, min_share: float = 0.9) -> tuple[bool, str | None]:
+    "G3: the he - she direction of one half of the contexts holds in at least `min_share` of the other half's."
+    share = split_half_agreement(he, she)
+    return rule_outcome([] if share >= min_share else [f"held-out agreement {share:.3f} < {min_share}"])
+
+def specificity_gate(D, D_controls: dict) -> tuple[bool, str | None]:
+    "G4: |median D| along the gender direction exceeds |median D| along every control direction."
+    m = abs(float(np.median(D)))
+    return rule_outcome([f"{k}: |median D| = {abs(float(np.median(v))):.4f} >= gender's {m:.4f}"
+                         for k, v in D_controls.items() if not abs(float(np.median(v))) < m])
+
+def share_gate(values: dict, minimum: float, what: str) -> tuple[bool, str | None]:
+    "G5/G6: every value (e.g. parsable share, gold Spearman) at least `minimum`."
+    return rule_outcome([f"{k}: {what} = {v:.3f} < {minimum}" for k, v in values.items() if not v >= minimum])
+
+# %% ../../nbs/papers/gender_bias_transformers.ipynb #b4df037c
+def c1_rule(stab: dict, max_cv: float = 0.2, min_cos: float = 0.5) -> tuple[bool, str | None]:
+    "C1: CV of the she/he distances < max_cv and mean cos(he_i - she_i, g) > min_cos."
+    return rule_outcome(([] if stab["dist_cv"] < max_cv else [f"CV of ‖she_i − he_i‖ = {stab['dist_cv']:.3f} ≥ {max_cv}"]) +
+                        ([] if stab["cos_to_g"] > min_cos else [f"mean cos(he_i − she_i, ḡ) = {stab['cos_to_g']:.3f} ≤ {min_cos}"]))
+
+def c2_rule(m_he: float, m_she: float, tol: float = 0.25) -> tuple[bool, str | None]:
+    "C2: medians of b for he and she of opposite sign, and |m_he + m_she| < tol * (m_he - m_she)."
+    fails = [] if np.sign(m_he) != np.sign(m_she) else [f"medians have the same sign ({m_he:+.3f}, {m_she:+.3f})"]
+    if not abs(m_he + m_she) < tol * (m_he - m_she):
+        fails.append(f"|m_he + m_she| = {abs(m_he + m_she):.3f} ≥ {tol}·(m_he − m_she) = {tol * (m_he - m_she):.3f}")
+    return rule_outcome(fails)
+
+def c3_rule(D, alpha: float = 0.05) -> tuple[bool, str | None]:
+    "C3: one-sided Wilcoxon signed-rank test that D_i < 0 over the contexts, p < alpha."
+    p = sps.wilcoxon(D, alternative="less").pvalue
+    return rule_outcome([] if p < alpha else [f"one-sided Wilcoxon p = {format_p(p)} ≥ {alpha} (median D = {np.median(D):+.4f})"])
+
+def c5_rule(spread: dict) -> tuple[bool, str | None]:
+    "C5: the spread at the first (smallest) size is below the spread at every larger size (sizes in order)."
+    k = list(spread)
+    return rule_outcome([f"{b}: {spread[b]:.4f} ≤ {k[0]}: {spread[k[0]]:.4f}" for b in k[1:] if not spread[k[0]] < spread[b]])
+
+def c6_rule(series: dict, min_share: float = 0.5) -> tuple[bool, str | None]:
+    "C6: per series {size: |Delta| per occupation} (sizes in order), |Delta| largest > smallest for > min_share of occupations."
+    fails = []
+    for name, by_size in series.items():
+        k = list(by_size)
+        share = float(np.mean(np.asarray(by_size[k[-1]]) > np.asarray(by_size[k[0]])))
+        if not share > min_share: fails.append(f"{name}: |Δ| {k[-1]} > {k[0]} for {share:.0%} of occupations")
+    return rule_outcome(fails)
+
+def c7_rule(tab: pd.DataFrame, words=("nurse", "receptionist"), alpha: float = 0.05, q: str = "q_t") -> tuple[bool, str | None]:
+    "C7: every occupation in `words` has she - he > 0 with BH q < alpha (`tab`: occupation, she_minus_he, q)."
+    t = tab.set_index("occupation")
+    return rule_outcome([f"{o}: she − he = {t.loc[o, 'she_minus_he']:+.4f}, q = {format_p(t.loc[o, q])}" for o in words
+                         if not (t.loc[o, "she_minus_he"] > 0 and t.loc[o, q] < alpha)])
+
+def c8_rule(sig_counts: dict) -> tuple[dict, str | None]:
+    "C8 per seed: {seed: {size: significant Swedish occupations}} -> {seed: no significant occupation at any size}."
+    out = {s: all(n == 0 for n in by_size.values()) for s, by_size in sig_counts.items()}
+    bad = [f"seed {s}: " + ", ".join(f"{k} {n}" for k, n in by_size.items() if n) for s, by_size in sig_counts.items() if not out[s]]
+    return out, ("significant Swedish occupations at " + "; ".join(bad)) if bad else None
+
+def c9_rule(intrinsic_she_lean, extrinsic_she_minus_he, alpha: float = 0.05) -> tuple[bool, str | None]:
+    "C9: Spearman rho > 0 with (two-sided) p < alpha between the intrinsic and extrinsic she-lean over occupations."
+    rho, p = sps.spearmanr(intrinsic_she_lean, extrinsic_she_minus_he)
+    return rule_outcome([] if rho > 0 and p < alpha else [f"Spearman ρ = {rho:+.3f}, p = {format_p(p)}"])
+
+def relative_offset(b_word, b_he, b_she) -> float:
+    "C4 (report only): median b of a word minus the he/she midpoint of medians, over the he - she median gap."
+    m_he, m_she = np.median(b_he), np.median(b_she)
+    return float((np.median(b_word) - (m_he + m_she) / 2) / (m_he - m_she))
+
+def status_test(delta, higher) -> float:
+    "C10 (report only): one-sided Mann-Whitney p that Delta(o) (he - she) is larger for higher-status occupations."
+    delta, higher = np.asarray(delta, dtype=float), np.asarray(higher, dtype=bool)
+    return float(sps.mannwhitneyu(delta[higher], delta[~higher], alternative="greater").pvalue)
