@@ -230,6 +230,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                                                            'paperlib/papers/face_verification_bias.py')},
             'paperlib.papers.gender_bias_transformers': { 'paperlib.papers.gender_bias_transformers._cos_rows': ( 'papers/gender_bias_transformers.html#_cos_rows',
                                                                                                                   'paperlib/papers/gender_bias_transformers.py'),
+                                                          'paperlib.papers.gender_bias_transformers._in_sts_range': ( 'papers/gender_bias_transformers.html#_in_sts_range',
+                                                                                                                      'paperlib/papers/gender_bias_transformers.py'),
                                                           'paperlib.papers.gender_bias_transformers._timed': ( 'papers/gender_bias_transformers.html#_timed',
                                                                                                                'paperlib/papers/gender_bias_transformers.py'),
                                                           'paperlib.papers.gender_bias_transformers._words': ( 'papers/gender_bias_transformers.html#_words',

@@ -52,6 +52,8 @@ class Layout:
     sep: str | None = ","        # None: fields separated by whitespace
     header: bool = True          # False: no header line; the columns are `columns`, in order
     unique: tuple = ()           # column names (or tuples of them) whose values must not repeat
+    quoting: bool = True         # False: a double quote is an ordinary character (e.g. STS-B's sentences)
+    extra_fields: bool = False   # True (no header): lines may have more fields than `columns`; the rest is ignored
 
     def describe(self) -> str:
         "The layout as markdown, for the notebook and the guide."
@@ -67,14 +69,15 @@ class Layout:
                 f"| column | kind | valid values | may be empty | meaning |\n|---|---|---|---|---|\n{rows}{extra}{opt}{uniq}")
 
 # %% ../nbs/01_data.ipynb #4fcf12ea
-def _records(path: Path, sep: str | None) -> list[tuple[int, list[str]]]:
-    "(line number, fields) of every non-blank line; quotes are honoured for delimited files."
+def _records(path: Path, sep: str | None, quoting: bool = True) -> list[tuple[int, list[str]]]:
+    "(line number, fields) of every non-blank line; quotes are honoured for delimited files unless `quoting` is off."
     try: text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as e:
         line = e.object[:e.start].count(b"\n") + 1
         raise DataError(f"{path}, row {line}: not UTF-8 text (byte {e.object[e.start:e.start + 1]!r}); save the file as UTF-8") from None
     if sep is None: return [(i, l.split()) for i, l in enumerate(text.splitlines(), 1) if l.strip()]
-    reader, out = csv.reader(io.StringIO(text, newline=""), delimiter=sep), []
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=sep, quoting=csv.QUOTE_MINIMAL if quoting else csv.QUOTE_NONE)
+    out = []
     try:
         for row in reader:
             if any(c.strip() for c in row): out.append((reader.line_num, row))
@@ -108,11 +111,11 @@ def _convert(raw: pd.Series, col: Column, where) -> pd.Series:
     return val
 
 def read_table(path: str | Path, columns: list[Column], *, sep: str | None = ",", header: bool = True,
-               key: str | None = None, unique: tuple = ()) -> pd.DataFrame:
+               key: str | None = None, unique: tuple = (), quoting: bool = True, extra_fields: bool = False) -> pd.DataFrame:
     "Read and validate a table; raise DataError naming file, row and column. The file's line numbers are in `.attrs['lines']`."
     path, names = Path(path), [c.name for c in columns]
     if not path.is_file(): raise DataError(f"missing file {path}")
-    recs = _records(path, sep)
+    recs = _records(path, sep, quoting)
     if header:
         if not recs: raise DataError(f"{path} is empty; expected a header with the columns {names}")
         head = [h.strip() for h in recs.pop(0)[1]]
@@ -125,10 +128,12 @@ def read_table(path: str | Path, columns: list[Column], *, sep: str | None = ","
         line, row = recs[i]
         # the entity a row describes is what a user looks for in a long file, so errors quote it when it can be read
         return f"{path}, row {line}" + (f" ({key} {row[kpos].strip()!r})" if kpos is not None and kpos < len(row) else "")
+    extra = extra_fields and not header
     for i, (_, row) in enumerate(recs):
-        if len(row) != len(head):
-            raise DataError(f"{where(i)}: {len(row)} fields, but {'the header has' if header else 'the format has'} {len(head)}")
-    raw = pd.DataFrame([[c.strip() for c in r] for _, r in recs], columns=head)
+        if len(row) != len(head) and not (extra and len(row) > len(head)):
+            raise DataError(f"{where(i)}: {len(row)} fields, but {'the header has' if header else 'the format has'} "
+                            f"{len(head)}{' or more' if extra else ''}")
+    raw = pd.DataFrame([[c.strip() for c in r[:len(head)]] for _, r in recs], columns=head)
     df = pd.DataFrame({c.name: _convert(raw[c.name], c, where) for c in columns})
     for u in unique:
         cols = [u] if isinstance(u, str) else list(u)
@@ -147,7 +152,8 @@ def read_index(path: str | Path, layout: Layout) -> pd.DataFrame:
     path = Path(path)
     if not path.is_file():
         raise DataError(f"missing file {path} (the {layout.name} layout needs {layout.index})")
-    return read_table(path, layout.columns, sep=layout.sep, header=layout.header, key=layout.key, unique=layout.unique)
+    return read_table(path, layout.columns, sep=layout.sep, header=layout.header, key=layout.key, unique=layout.unique,
+                      quoting=layout.quoting, extra_fields=layout.extra_fields)
 
 # %% ../nbs/01_data.ipynb #0f4a3222
 @dataclass

@@ -136,7 +136,7 @@ def rule_outcome(fails: list[str], control_fails: list[str] | None = None) -> tu
 
 # %% ../nbs/05_report.ipynb #1690e7b6
 def _short(v) -> str:
-    if v is None: return ""
+    if v is None or (isinstance(v, float) and math.isnan(v)): return ""
     if isinstance(v, (bool, np.bool_)): return str(bool(v))
     if isinstance(v, (float, np.floating)): return f"{float(v):.4g}"
     if isinstance(v, dict): return "{" + ", ".join(f"{k}: {_short(x)}" for k, x in v.items()) + "}"

@@ -213,17 +213,17 @@ def _snapshot(root: Path, config="{}", weights=True, tokenizer=True):
 
 T, TR, SV = ("stsb", "sts-test.csv"), ("stsb", "sts-train.csv"), ("stsb_sv", "test-sv.tsv")
 BREAKAGES = [
-    ("stsb score not a number", lambda r: _edit(r.joinpath(*T), 3, 4, "high"), "sts-test.csv, row 3, column 5 (score): 'high' is not a number"),
-    ("stsb score out of range", lambda r: _edit(r.joinpath(*T), 5, 4, "7.5"), "sts-test.csv, row 5, column 5 (score): 7.5 is outside the STS range"),
-    ("stsb row too short", lambda r: _truncate(r.joinpath(*T), 2, 5), "sts-test.csv, row 2, column 6 (sentence1): missing"),
-    ("stsb empty sentence", lambda r: _edit(r.joinpath(*T), 4, 5, ""), "sts-test.csv, row 4, column 6 (sentence1): empty"),
+    ("stsb score not a number", lambda r: _edit(r.joinpath(*T), 3, 4, "high"), "sts-test.csv, row 3, column 'score': 'high' is not a valid float"),
+    ("stsb score out of range", lambda r: _edit(r.joinpath(*T), 5, 4, "7.5"), "sts-test.csv, row 5, column 'score': 7.5 is outside the STS range"),
+    ("stsb row too short", lambda r: _truncate(r.joinpath(*T), 2, 5), "sts-test.csv, row 2: 5 fields, but the format has 7 or more"),
+    ("stsb empty sentence", lambda r: _edit(r.joinpath(*T), 4, 5, ""), "sts-test.csv, row 4, column 'sentence1': empty"),
     ("stsb empty file", lambda r: r.joinpath(*T).write_text(""), "sts-test.csv has no rows"),
     ("stsb test split missing", lambda r: r.joinpath(*T).unlink(), "missing file"),
     ("stsb not UTF-8", lambda r: r.joinpath(*T).write_bytes(_stsb_text(STSB_ROWS[:1]).encode() + "A man is at the café.\t\n".encode("latin-1")),
      "sts-test.csv, row 2: not UTF-8"),
     ("stsb no gendered sentence", lambda r: r.joinpath(*T).write_text(_stsb_text([STSB_ROWS[9]] * 3)),
      "sts-test.csv, column sentence1: 0 sentence(s)"),
-    ("stsb train score not a number", lambda r: _edit(r.joinpath(*TR), 1, 4, "n/a"), "sts-train.csv, row 1, column 5 (score): 'n/a' is not a number"),
+    ("stsb train score not a number", lambda r: _edit(r.joinpath(*TR), 1, 4, "n/a"), "sts-train.csv, row 1, column 'score': 'n/a' is not a valid float"),
     ("stsb_sv missing column", lambda r: r.joinpath(*SV).write_text("sentence1\tsentence2\nEn man.\tx\n"),
      "test-sv.tsv: missing column(s) ['score']"),
     ("stsb_sv score not a number", lambda r: _edit(r.joinpath(*SV), 3, 2, "fem"), "test-sv.tsv, row 3, column 'score': 'fem' is not a valid float"),

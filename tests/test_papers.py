@@ -73,9 +73,12 @@ def test_parameters_cell_is_the_contract(slug):
 
 @pytest.mark.parametrize("slug", PAPERS)
 def test_frontmatter_lists_the_dataset_folders(slug):
-    "The runner fingerprints the folders the frontmatter lists; they must be the folders the paper's layouts read."
+    """The runner fingerprints the folders the frontmatter lists: every folder the paper's layouts read must be
+    among them (a folder without tables, such as model snapshots, may be listed without a layout)."""
     importlib.import_module(f"paperlib.papers.{slug}")
-    assert sorted(paper_meta(REPO / "nbs" / "papers" / f"{slug}.ipynb")["datasets"]) == sorted(dataset_folders(slug))
+    declared = paper_meta(REPO / "nbs" / "papers" / f"{slug}.ipynb")["datasets"]
+    assert set(dataset_folders(slug)) <= set(declared), (dataset_folders(slug), declared)
+    assert bool(declared) == bool(dataset_folders(slug)), "a paper with a real-data path registers its layouts"
 
 @pytest.mark.parametrize("slug", PAPERS)
 def test_repository_stands_alone(slug):

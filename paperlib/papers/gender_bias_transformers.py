@@ -18,25 +18,25 @@ import pandas as pd
 import torch
 from scipy import stats as sps
 
-from ..data import DataError, DataSource, Column, read_table, fingerprint_real
+from ..data import DataError, DataSource, Column, Layout, read_index, register_layout, fingerprint_real
 from ..stats import paired_tests, correct_pvalues, format_p
 from ..report import rule_outcome
 
 # %% auto #0
 __all__ = ['OCCUPATIONS', 'SELECTED', 'FEMALE_SET', 'MALE_SET', 'ALL_OCCUPATIONS', 'EDUCATION', 'TEMPLATE_DOMAINS',
            'TEMPLATES_EN', 'GENDERED_WORDS', 'GENDER_SUBJECTS', 'CONTROL_PAIRS', 'STSB_FILES', 'STSB_SV_FILES',
-           'STSB_COLUMNS', 'STSB_SV_COLUMNS', 'WEIGHT_FILES', 'TOKENIZER_FILES', 'MODEL_FOLDERS', 'PRONOUNS',
-           'SUBJECT_PREFIX', 'NEWLINE', 'T5_FORMAT', 'MT5_FORMAT', 'MT5_HP', 'SV_OCCUPATIONS', 'SV_UNIQUE', 'PALETTE_9',
-           'status_table', 'parse_templates', 'load_templates', 'article', 'subject_sentence', 'build_sentences',
-           'minilm_path', 'load_minilm', 'word_span', 'piece_index', 'contextual_embeddings', 'sim_matrix',
-           'extrinsic_scores', 'extrinsic_table', 'gender_direction', 'direction_stability', 'polarity', 'gender_wavg',
-           'set_contrast', 'read_stsb', 'read_stsb_sv', 'stsb_templates', 'check_snapshot', 'load_real_data',
-           'load_seq2seq', 'parse_score', 'seq2seq_scores', 'finetune_mt5', 'finetune_seeds', 'seed_bars',
-           'bars_separate', 'fisher_combine', 'sv_counts', 'encoding_throughput', 'fig_delta', 'word_vectors',
-           'intrinsic_analysis', 'fig3_panel', 'sv_sentences', 'pair_scores', 'nan_filled', 'separation_auc',
-           'sts_gate', 'pipeline_gate', 'split_half_agreement', 'direction_gate', 'specificity_gate', 'share_gate',
-           'c1_rule', 'c2_rule', 'c3_rule', 'c5_rule', 'c6_rule', 'c7_rule', 'c8_rule', 'c9_rule', 'relative_offset',
-           'status_test']
+           'STSB_COLUMNS', 'STSB_SV_COLUMNS', 'STSB_LAYOUTS', 'STSB_SV_LAYOUTS', 'WEIGHT_FILES', 'TOKENIZER_FILES',
+           'MODEL_FOLDERS', 'PRONOUNS', 'SUBJECT_PREFIX', 'T5_FORMAT', 'MT5_FORMAT', 'MT5_HP', 'SV_OCCUPATIONS',
+           'SV_UNIQUE', 'PALETTE_9', 'status_table', 'parse_templates', 'load_templates', 'article', 'subject_sentence',
+           'build_sentences', 'minilm_path', 'load_minilm', 'word_span', 'piece_index', 'contextual_embeddings',
+           'sim_matrix', 'extrinsic_scores', 'extrinsic_table', 'gender_direction', 'direction_stability', 'polarity',
+           'gender_wavg', 'set_contrast', 'read_stsb', 'read_stsb_sv', 'stsb_templates', 'check_snapshot',
+           'load_real_data', 'load_seq2seq', 'parse_score', 'seq2seq_scores', 'finetune_mt5', 'finetune_seeds',
+           'seed_bars', 'bars_separate', 'fisher_combine', 'sv_counts', 'encoding_throughput', 'fig_delta',
+           'word_vectors', 'intrinsic_analysis', 'fig3_panel', 'sv_sentences', 'pair_scores', 'nan_filled',
+           'separation_auc', 'sts_gate', 'pipeline_gate', 'split_half_agreement', 'direction_gate', 'specificity_gate',
+           'share_gate', 'c1_rule', 'c2_rule', 'c3_rule', 'c5_rule', 'c6_rule', 'c7_rule', 'c8_rule', 'c9_rule',
+           'relative_offset', 'status_test']
 
 # %% ../../nbs/papers/gender_bias_transformers.ipynb #ae89da09
 OCCUPATIONS = ("technician accountant supervisor engineer worker educator clerk counselor inspector mechanic manager "
@@ -406,54 +406,37 @@ def set_contrast(b: dict, F=FEMALE_SET, M=MALE_SET) -> np.ndarray:
 # %% ../../nbs/papers/gender_bias_transformers.ipynb #e63394d0
 STSB_FILES = dict(test="sts-test.csv", train="sts-train.csv", dev="sts-dev.csv")
 STSB_SV_FILES = dict(test="test-sv.tsv", train="train-sv.tsv", dev="dev-sv.tsv")
-STSB_COLUMNS = ("genre", "file", "year", "id", "score", "sentence1", "sentence2")
+STSB_COLUMNS = [Column("genre"), Column("file"), Column("year"), Column("id"),
+                Column("score", kind="float", doc="similarity 0-5"), Column("sentence1"), Column("sentence2")]
 STSB_SV_COLUMNS = [Column("sentence1", doc="first sentence (Swedish)"), Column("sentence2", doc="second sentence"),
                    Column("score", kind="float", doc="similarity 0-5")]
+STSB_LAYOUTS = {split: register_layout("gender_bias_transformers", Layout(
+    f"STS-B {split}", "English STS benchmark (the templates come from the test split)", STSB_COLUMNS, index=name,
+    folder="stsb", sep="\t", header=False, quoting=False, extra_fields=True, required=split == "test"))
+    for split, name in STSB_FILES.items()}
+STSB_SV_LAYOUTS = {split: register_layout("gender_bias_transformers", Layout(
+    f"Swedish STS-B {split}", "machine-translated STS-B (mT5's Swedish fine-tuning)", STSB_SV_COLUMNS, index=name,
+    folder="stsb_sv", sep="\t", required=False)) for split, name in STSB_SV_FILES.items()}
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
 TOKENIZER_FILES = ("tokenizer.json", "spiece.model")
 MODEL_FOLDERS = tuple(f"{m}-{s}" for m in ("t5", "mt5") for s in ("small", "base", "large"))
 PRONOUNS = dict(en=dict(man=("he", "his", "him"), woman=("she", "her", "hers")),
                 sv=dict(man=("han", "hans", "honom"), woman=("hon", "henne", "hennes")))
 SUBJECT_PREFIX = dict(en=dict(man="A man ", woman="A woman "), sv=dict(man="En man ", woman="En kvinna "))
-NEWLINE = b"\n"
-
-def read_stsb(path) -> pd.DataFrame:
-    "An English STS-B file (tab-separated, no header, no quoting): score, sentence1, sentence2 and the file line of each row."
-    path = Path(path)
-    if not path.is_file(): raise DataError(f"missing file {path} (the STS-B layout: <data_root>/stsb/{path.name})")
-    raw = path.read_bytes()
-    try: text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        row = raw[:e.start].count(NEWLINE) + 1
-        raise DataError(f"{path}, row {row}: not UTF-8 text "
-                        f"(byte {raw[e.start:e.start + 1]!r}); save the file as UTF-8") from None
-    rows = []
-    for ln, line in enumerate(text.splitlines(), start=1):
-        if not line.strip(): continue
-        fields = line.split("\t")
-        where = f"{path}, row {ln}"
-        if len(fields) < 7:
-            raise DataError(f"{where}, column {len(fields) + 1} ({STSB_COLUMNS[len(fields)]}): missing; the row has "
-                            f"{len(fields)} tab-separated fields, STS-B rows have at least 7 ({', '.join(STSB_COLUMNS)})")
-        try: score = float(fields[4])
-        except ValueError: raise DataError(f"{where}, column 5 (score): {fields[4]!r} is not a number") from None
-        if not 0 <= score <= 5: raise DataError(f"{where}, column 5 (score): {score} is outside the STS range 0-5")
-        for c in (5, 6):
-            if not fields[c].strip(): raise DataError(f"{where}, column {c + 1} ({STSB_COLUMNS[c]}): empty, but a sentence is required")
-        rows.append(dict(score=score, sentence1=fields[5].strip(), sentence2=fields[6].strip(), line=ln))
-    if not rows: raise DataError(f"{path} has no rows (expected tab-separated STS-B rows: {', '.join(STSB_COLUMNS)})")
-    return pd.DataFrame(rows)
-
-def read_stsb_sv(path) -> pd.DataFrame:
-    "A Swedish STS-B file (tab-separated, a header with sentence1, sentence2, score), read by `read_table`."
-    path = Path(path)
-    if not path.is_file(): raise DataError(f"missing file {path} (the Swedish STS-B layout: <data_root>/stsb_sv/{path.name})")
-    df = read_table(path, STSB_SV_COLUMNS, sep="\t")
+def _in_sts_range(df: pd.DataFrame, path) -> pd.DataFrame:
     bad = ~df.score.between(0, 5)
     if bad.any():
         raise DataError(f"{path}, row {df.attrs['lines'][int(np.argmax(bad))]}, column 'score': "
                         f"{df.score[bad].iloc[0]} is outside the STS range 0-5")
     return df.assign(line=df.attrs["lines"])[["score", "sentence1", "sentence2", "line"]]
+
+def read_stsb(path, split: str = "test") -> pd.DataFrame:
+    "An English STS-B file (tab-separated, no header, no quoting): score, sentence1, sentence2 and the file line of each row."
+    return _in_sts_range(read_index(path, STSB_LAYOUTS[split]), path)
+
+def read_stsb_sv(path, split: str = "test") -> pd.DataFrame:
+    "A Swedish STS-B file (tab-separated, a header with sentence1, sentence2, score)."
+    return _in_sts_range(read_index(path, STSB_SV_LAYOUTS[split]), path)
 
 def stsb_templates(sentence1, lang: str = "en", source: str = "STS-B") -> pd.DataFrame:
     "Gender-neutral predicates of the sentences that start with 'A man'/'A woman' (the paper's filter), deduplicated."
@@ -494,7 +477,7 @@ def load_real_data(stsb=None, stsb_sv=None, models=None) -> dict:
             raise DataError(f"missing file {folder / names['test']} (the STS-B test split; the templates come from it)")
         for split, name in names.items():
             if (folder / name).is_file():
-                out[key][split] = reader(folder / name); out["files"].append(Path(key) / name)
+                out[key][split] = reader(folder / name, split); out["files"].append(Path(key) / name)
         if key == "stsb_sv" and not out[key]:
             raise DataError(f"{folder}: none of {', '.join(names.values())} (the Swedish STS-B layout)")
     if models is not None:
