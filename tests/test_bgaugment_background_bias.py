@@ -410,10 +410,10 @@ BREAKAGES = [
      "images.txt, row 3: missing mask"),
     ("cub mask of another size", lambda root: _img(Path(root) / "cub2011/images_masked/b_4_0.png", size=(5, 5), mode="L"),
      "b_4_0.png is 5x5 but its image"),
-    ("cub 8 training classes", _too_few_train_classes, "cub2011/ (train 0-74, val 75-99, test 100-199): the train split has 8 classes"),
+    ("cub 8 training classes", _too_few_train_classes, "cub2011 (train 0-74, val 75-99, test 100-199): the train split has 8 classes"),
     ("cub no validation class", _edit(CUB + "image_class_labels.txt", lambda l: [x if int(x.split()[1]) != 82 and int(x.split()[1]) != 81
                                                                                    else f"{x.split()[0]} 3" for x in l]),
-     "cub2011/ (train 0-74, val 75-99, test 100-199): no image in the val split"),
+     "cub2011 (train 0-74, val 75-99, test 100-199): no image in the val split"),
     ("sop missing column", _edit(SOP + "Ebay_train.txt", lambda l: ["image_id super_class_id path"] + [" ".join(x.split()[:1] + x.split()[2:]) for x in l[1:]]),
      "Ebay_train.txt: missing column(s) ['class_id']"),
     ("sop class id not a number", _edit(SOP + "Ebay_train.txt", _set(2, "2 two 1 bicycle_final/2_0.JPG")),
@@ -476,6 +476,13 @@ def test_fingerprint_covers_images_masks_and_backgrounds(tiny):
         new = load_tiny(tiny)[0].fingerprint
         assert new != fp, rel
         fp = new
+
+
+def test_dataset_folder_may_be_a_link(tiny, tmp_path):
+    root = tmp_path / "root"; root.mkdir()
+    (root / "cub2011").symlink_to(tiny / "cub2011", target_is_directory=True)
+    src, d, _, banks = load_tiny(root)
+    assert list(d) == ["CUB200"] and banks is None and src.params["files"] == 2 + 2 * 40
 
 
 def test_split_check_comes_before_decoding(tiny, monkeypatch):

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/papers/bgaugment_background_bias.ipynb #cb4c27c2
 from __future__ import annotations
-import warnings
+import os, warnings
 from pathlib import Path
 from dataclasses import dataclass, field
 
@@ -392,9 +392,9 @@ def _check_files(df: pd.DataFrame) -> pd.DataFrame:
 LOADERS = dict(cub2011=load_cub, cars196=load_cars, sop=load_sop)
 
 # %% ../../nbs/papers/bgaugment_background_bias.ipynb #2a587ccf
-def check_splits(index: pd.DataFrame, key: str, losses=tuple(LOSSES), batch_size: int = 32) -> pd.DataFrame:
-    "`index` if its splits can train `losses` with batches of `batch_size` and be scored by MAP@R; else a DataError."
-    where = f"{DATASET_FOLDERS.get(key, key)}/ ({SPLIT_DOC.get(key, '')})"
+def check_splits(index: pd.DataFrame, key: str, losses=tuple(LOSSES), batch_size: int = 32, folder=None) -> pd.DataFrame:
+    "`index` if its splits can train `losses` with batches of `batch_size` and be scored by MAP@R; else a DataError naming `folder`."
+    where = f"{folder or DATASET_FOLDERS.get(key, key)} ({SPLIT_DOC.get(key, '')})"
     for s in ("train", "val", "test"):
         if not (index.split == s).any(): raise DataError(f"{where}: no image in the {s} split")
     n_train = index[index.split == "train"].label.nunique()
@@ -459,7 +459,7 @@ def load_real_data(data_root, folders: dict, size: int = 64, binarize: bool = Fa
     data_root = Path(data_root)
     found = {k: Path(f) for k, f in folders.items() if f is not None and k in LOADERS}
     if not found: raise DataError(f"none of {', '.join(DATASET_FOLDERS.values())} under {data_root}")
-    indexes = {k: check_splits(LOADERS[k](f), k, losses, batch_size) for k, f in found.items()}   # every table first
+    indexes = {k: check_splits(LOADERS[k](f), k, losses, batch_size, f) for k, f in found.items()}   # every table first
     banks, files = None, []
     bg = folders.get("backgrounds")
     if bg is not None:
@@ -474,9 +474,9 @@ def load_real_data(data_root, folders: dict, size: int = 64, binarize: bool = Fa
             datasets[name][s], n = load_images(index[index.split == s], size, binarize); skipped[name] += n
         labels = pd.DataFrame(dict(label=torch.cat([datasets[name][s].y for s in ("train", "val", "test")]).numpy(),
                                    split=sum([[s] * len(datasets[name][s].y) for s in ("train", "val", "test")], [])))
-        check_splits(labels, k, losses, batch_size)              # again, after undecodable files were skipped
+        check_splits(labels, k, losses, batch_size, found[k])    # again, after undecodable files were skipped
         files += [found[k] / f for f in META_FILES[k]] + list(index.path) + list(index.mask_path)
-    rel = [Path(f).resolve().relative_to(data_root.resolve()) for f in files]
+    rel = [os.path.relpath(f, data_root) for f in files]      # lexical: a dataset folder may be a link elsewhere
     names = " + ".join(datasets)
     src = DataSource("real", names, f"{names} with user-supplied masks, resized to {size}x{size} px; replacement "
                      f"backgrounds: {'the unsplash_backgrounds folder' if banks else 'the bundled photos'}",
