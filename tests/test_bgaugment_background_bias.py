@@ -1,4 +1,6 @@
-"Tests of the BGAugment paper's exported pieces: Eq. 1, BGAugment, Eqs. 2-4, DigitPairs-on-Textures, the background banks, the real-data loaders on tiny datasets written here, and the bad inputs the issue lists."
+"""Tests of the BGAugment paper: Eq. 1, BGAugment, Eqs. 2-4, DigitPairs-on-Textures, the background banks, the decision
+rules (a passing and a failing case each), and the real-data loaders on a tiny dataset in the real layout with every
+bad input we know of (`write_tiny_dataset`, `BREAKAGES`)."""
 from pathlib import Path
 
 import numpy as np
@@ -11,8 +13,11 @@ from paperlib.data import DataError
 from paperlib.papers.bgaugment_background_bias import (
     composite, random_resized_crop, corrupt, bgaugment, attribution_maps, foreground_score, overlap, iou, perturb_mask,
     pair_classes, make_digit_pairs, home_texture, render_texture, background_bank, B_TRAIN_PHOTOS, B_TEST_PHOTOS,
-    load_cub, load_cars, load_sop, load_images, load_real_dataset, load_background_folder, run_cell, table1_rows,
-    PAPER_HPARAMS, PAPER_TABLE1, PAPER_TABLE2, loss_distance)
+    Split, DATASET_FOLDERS, BACKGROUND_FOLDER, load_cub, load_cars, load_sop, load_images, load_real_data,
+    load_background_folder, check_splits, run_cell, train_cell, table1_rows, per_seed, needs_fallback,
+    bgaugment_shared, make_jobs, PAPER_HPARAMS, PAPER_TABLE1, PAPER_TABLE2, loss_distance, losses_needed,
+    gate_learned, gate_control, rule_bias, rule_drop_grows, rule_above_random, random_draws, rule_bgaugment_wins, rule_clean_kept,
+    rule_clean_lowered, rule_gap_shrinks, score_tests, rule_scores_higher, rule_score_drop_inverse)
 from paperlib.metric import make_loss, LOSSES
 
 
@@ -33,8 +38,7 @@ def test_corruption_is_seeded_and_uses_the_bank():
     X = torch.full((40, 3, 8, 8), 0.5); M = torch.zeros(40, 1, 8, 8)
     a, b = corrupt(X, M, bank, 3), corrupt(X, M, bank, 3)
     assert torch.equal(a, b) and not torch.equal(a, corrupt(X, M, bank, 4))
-    # constant photos: every background pixel is 0 or 1, and both photos are used
-    vals = a[:, 0, 4, 4]
+    vals = a[:, 0, 4, 4]                  # constant photos: every background pixel is 0 or 1, and both photos are used
     assert set(vals.round().tolist()) == {0.0, 1.0}
 
 
@@ -95,11 +99,9 @@ def test_digit_pairs_rho_controls_background_class_correlation_only():
     own = lambda d: (d["train"].bg_class == d["train"].y.numpy()).mean()
     assert own(d9) > 0.8 and 0.35 < own(d5) < 0.65 and own(d0) == 0
     assert torch.equal(d9["test"].M, d0["test"].M) and torch.equal(d9["test"].y, d0["test"].y)
-    # foreground pixels are identical across rho; backgrounds differ
-    fg = d9["train"].M.bool().expand_as(d9["train"].X)
+    fg = d9["train"].M.bool().expand_as(d9["train"].X)    # foreground pixels identical across rho; backgrounds differ
     assert torch.equal(d9["train"].X[fg], d0["train"].X[fg]) and not torch.equal(d9["train"].X, d0["train"].X)
-    # same seed, same bytes
-    again = make_digit_pairs(0.9, sizes, seed=1)
+    again = make_digit_pairs(0.9, sizes, seed=1)           # same seed, same bytes
     assert torch.equal(again["train"].X, d9["train"].X)
 
 
@@ -116,130 +118,115 @@ def test_background_banks_are_disjoint_and_fixed():
     assert torch.equal(te, background_bank("test", n=20, size=16))
 
 
-# --- real-data loaders ----------------------------------------------------------------------------------------------
-
-def _img(path, size=(12, 10), value=100, mode="RGB"):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    shape = (size[1], size[0], 3) if mode == "RGB" else (size[1], size[0])
-    Image.fromarray(np.full(shape, value, np.uint8), mode).save(path)
-
-
-def write_cub(root: Path, n_cls=4, per=3, classes=None):
-    cub = root / "cub2011" / "CUB_200_2011"
-    lines, labs = [], []
-    for c in (classes if classes is not None else range(n_cls)):
-        for k in range(per):
-            rel = f"{c + 1:03d}.Bird/b_{c}_{k}.jpg"
-            _img(cub / "images" / rel, value=(30 * c) % 256)
-            _img(root / "cub2011" / "images_masked" / f"b_{c}_{k}.png", mode="L", value=255)
-            lines.append(f"{len(lines) + 1} {rel}"); labs.append(f"{len(labs) + 1} {c + 1}")
-    (cub / "images.txt").write_text("\n".join(lines) + "\n")
-    (cub / "image_class_labels.txt").write_text("\n".join(labs) + "\n")
+def test_one_bgaugment_model_serves_every_rho():
+    d = {r: make_digit_pairs(r, dict(train=3, val=2, test=2), seed=2) for r in (0.0, 0.9)}
+    assert bgaugment_shared(d)
+    soft = {r: dict(v) for r, v in d.items()}
+    soft[0.0]["train"] = Split(d[0.0]["train"].X, d[0.0]["train"].M * 0.7, d[0.0]["train"].y)
+    assert not bgaugment_shared(soft)
+    bank = torch.rand(4, 3, 16, 16, generator=torch.Generator().manual_seed(0))
+    kw = dict(val_corrupted=corrupt(d[0.0]["val"].X, d[0.0]["val"].M, bank, 9), bank_train=bank, widths=(4, 8, 8),
+              steps=4, val_every=2, dim=16, seed=5)
+    a, _ = train_cell(d[0.0], "contrastive", "bgaugment", **kw)
+    kw["val_corrupted"] = corrupt(d[0.9]["val"].X, d[0.9]["val"].M, bank, 9)
+    b, _ = train_cell(d[0.9], "contrastive", "bgaugment", **kw)
+    assert all(torch.equal(x, y) for x, y in zip(a.model.state_dict().values(), b.model.state_dict().values()))
+    jobs = make_jobs(["a", "b", "c"], ["contrastive", "arcface"], [3, 4, 5], share_bgaugment=True)
+    assert len(jobs) == 2 * 3 * (3 + 1) and {tuple(j["eval"]) for j in jobs if j["mode"] == "bgaugment"} == {("a", "b", "c")}
+    assert len(make_jobs(["a", "b", "c"], ["contrastive"], [0], share_bgaugment=False)) == 6
 
 
-def write_cars(root: Path, classes=(1, 2, 75, 99, 150)):
-    from scipy.io import savemat
-    base = root / "cars196"
-    rows = []
-    for i, c in enumerate(classes):
-        rel = f"car_ims/{i:06d}.jpg"
-        _img(base / rel, value=20 * i)
-        _img(base / "car_ims_masked" / f"{i:06d}.png", mode="L", value=200)
-        rows.append((rel, c, 0))
-    ann = np.array(rows, dtype=[("relative_im_path", "O"), ("class", "O"), ("test", "O")])
-    savemat(base / "cars_annos.mat", {"annotations": ann})
+# --- decision rules: a case that passes and a case that fails ---------------------------------------------------------
+
+def test_losses_needed():
+    assert [losses_needed(n) for n in (1, 2, 5)] == [1, 2, 4]
 
 
-def write_sop(root: Path):
-    base = root / "Stanford_Online_Products"
-    for fname, rows in (("Ebay_train.txt", [(1, 1, 1, "bicycle_final/a.JPG"), (2, 9000, 1, "bicycle_final/b.JPG")]),
-                        ("Ebay_test.txt", [(1, 11319, 2, "chair_final/c.JPG")])):
-        base.mkdir(parents=True, exist_ok=True)
-        (base / fname).write_text("image_id class_id super_class_id path\n" +
-                                  "".join(f"{a} {b} {c} {d}\n" for a, b, c, d in rows))
-        for *_, p in rows:
-            _img(base / p)
-            _img((root / "SOP_masked" / p).with_suffix(".png"), mode="L", value=255)
+def test_gate_learned():
+    assert gate_learned([2.0, 3.0], [0.4, 0.5])
+    assert not gate_learned([2.0, 1.9], [0.4, 0.4])           # 4.75x random is below 5x
+    assert not gate_learned([], [])
 
 
-def test_cub_loader_and_splits(tmp_path):
-    write_cub(tmp_path, n_cls=4)
-    ix = load_cub(tmp_path)
-    assert len(ix) == 12 and ix.label.tolist()[:3] == [0, 0, 0] and set(ix.split) == {"train"}
-    s, skipped = load_images(ix, size=8)
-    assert s.X.shape == (12, 3, 8, 8) and s.M.shape == (12, 1, 8, 8) and skipped == 0
-    assert s.M.min() == 1.0
+def test_gate_control():
+    assert gate_control(drop_least=2.0, drop_most=33.0)
+    assert not gate_control(drop_least=9.0, drop_most=33.0)     # more than a quarter of the biased drop
+    assert not gate_control(drop_least=-1.0, drop_most=-0.5)    # no drop anywhere: nothing to control
 
 
-def test_cars_loader_reads_the_mat_file(tmp_path):
-    write_cars(tmp_path)
-    ix = load_cars(tmp_path)
-    assert ix.label.tolist() == [0, 1, 74, 98, 149]
-    assert ix.split.tolist() == ["train", "train", "val", "test", "test"]
+def test_rule_bias_c1():
+    assert rule_bias([30.0, 20.0], [0.5, 1.0])
+    assert not rule_bias([30.0, 4.0], [0.5, 1.0])              # 4 < 5 x 1
+    assert not rule_bias([30.0, -1.0], [0.5, 0.0])
 
 
-def test_sop_loader(tmp_path):
-    write_sop(tmp_path)
-    ix = load_sop(tmp_path)
-    assert ix.split.tolist() == ["train", "val", "test"]
-    assert ix.mask_path[0].endswith("SOP_masked/bicycle_final/a.png")
+def test_rule_drop_grows_c2():
+    assert rule_drop_grows([0.5, 30.0])
+    assert not rule_drop_grows([30.0, 0.5])
+    assert not rule_drop_grows([1.0, 1.0])
+    assert rule_drop_grows([1, 5, 9], rho=[0, 0, .5, .5, .9, .9], drops=[1, 0, 5, 6, 9, 8])
+    pts = dict(rho=[0, 0, .5, .5, .9, .9], drops=[3, 0, 0.5, 4, 5, 0.2])     # means 1.5 < 2.25 < 2.6, but no trend
+    assert rule_drop_grows([1.5, 2.25, 2.6]) and not rule_drop_grows([1.5, 2.25, 2.6], **pts)
 
 
-@pytest.mark.parametrize("writer,loader,missing", [
-    (write_cub, load_cub, "cub2011/CUB_200_2011/images.txt"),
-    (write_cub, load_cub, "cub2011/CUB_200_2011/image_class_labels.txt"),
-    (write_cars, load_cars, "cars196/cars_annos.mat"),
-    (write_sop, load_sop, "Stanford_Online_Products/Ebay_test.txt"),
-])
-def test_missing_metadata_file_is_named(tmp_path, writer, loader, missing):
-    writer(tmp_path)
-    (tmp_path / missing).unlink()
-    with pytest.raises(DataError, match=Path(missing).name):
-        loader(tmp_path)
+def test_rule_above_random_c5():
+    assert rule_above_random([1.0, 0.6], [0.5, 0.5])
+    assert not rule_above_random([1.0, 0.4], [0.5, 0.5])
+    y = np.arange(200) % 10
+    d = random_draws(y, 16, draws=20, seed=1)
+    assert d.shape == (20,) and d.std() > 0
+    assert not rule_above_random([d.mean() + 1e-4], [d.max()])   # above the random mean is not enough
 
 
-def test_missing_mask_is_named(tmp_path):
-    write_cub(tmp_path)
-    (tmp_path / "cub2011" / "images_masked" / "b_1_2.png").unlink()
-    with pytest.raises(DataError, match="b_1_2.png.*rembg"):
-        load_cub(tmp_path)
+def test_rule_bgaugment_wins_c6():
+    assert rule_bgaugment_wins([3.0, 1.0, 0.5, -0.2])             # 3 of 4
+    assert not rule_bgaugment_wins([3.0, 1.0, -0.5, -0.2])        # 2 of 4
+    assert rule_bgaugment_wins([1.0] * 14 + [-1.0], gain_most=[1, 1, 1, 1, -1])
+    assert not rule_bgaugment_wins([1.0] * 8 + [-1.0] * 3, gain_most=[1, 1, 1, 1, 1])   # sign test p = 0.11
 
 
-def test_mask_of_wrong_size_names_the_image(tmp_path):
-    write_cub(tmp_path)
-    _img(tmp_path / "cub2011" / "images_masked" / "b_2_1.png", size=(5, 5), mode="L")
-    with pytest.raises(DataError, match=r"b_2_1\.jpg is 12x10"):
-        load_images(load_cub(tmp_path), size=8)
+def test_rule_clean_kept_c7_and_lowered_c8():
+    assert rule_clean_kept([-1.5, 0.3]) and not rule_clean_kept([-2.5, 0.3])
+    assert rule_clean_kept([-3.19, 1.21, -0.05, -0.06, 0.09])     # the paper's Cars196: 4 of 5 within 2 pts
+    assert rule_clean_lowered([-6.5, -18.3]) and not rule_clean_lowered([-6.5, 0.1])
 
 
-def test_undecodable_image_is_skipped_with_warning_and_counted(tmp_path):
-    write_cub(tmp_path)
-    bad = tmp_path / "cub2011" / "CUB_200_2011" / "images" / "002.Bird" / "b_1_0.jpg"
-    bad.write_bytes(b"not a jpeg at all")
-    with pytest.warns(UserWarning, match="b_1_0.jpg: cannot decode"):
-        s, skipped = load_images(load_cub(tmp_path), size=8)
-    assert skipped == 1 and len(s.y) == 11
+def test_rule_gap_shrinks_c9():
+    assert rule_gap_shrinks([2.34, 7.54, 33.0], [0.07, 3.33, 7.52])    # the paper's means
+    assert rule_gap_shrinks([-0.5], [0.8])                               # a gap within 1 pt counts as removed
+    assert not rule_gap_shrinks([2.0, 30.0], [2.5, 7.0])
 
 
-def test_load_real_dataset_end_to_end(tmp_path):
-    write_cub(tmp_path, classes=(0, 1, 80, 81, 150, 151), per=2)
-    src, splits, skipped = load_real_dataset(tmp_path, "cub2011", size=8)
-    assert src.kind == "real" and src.fingerprint.startswith("real-") and skipped == 0
-    assert [len(splits[s].y) for s in ("train", "val", "test")] == [4, 4, 4]
-    assert splits["test"].y.tolist() == [150, 150, 151, 151]
-    with pytest.raises(DataError, match="no image in the val split"):
-        write_cub(tmp_path / "only_train", n_cls=2)
-        load_real_dataset(tmp_path / "only_train", "cub2011", size=8)
-    with pytest.raises(ValueError, match="valid: cub2011, cars196, sop"):
-        load_real_dataset(tmp_path, "inshop")
+def test_score_tests_and_rule_c10():
+    rng = np.random.default_rng(1)
+    b = rng.normal(0.1, 0.1, 100)
+    t = score_tests([("S", "c", b, b + 0.1 + rng.normal(0, 0.02, 100)), ("S", "n", b, b - rng.uniform(0, 0.1, 100))])
+    assert list(t.columns) == ["setting", "loss", "n", "base", "bgaugment", "p", "p_holm"]
+    assert t.p_holm[0] < 0.05 < t.p_holm[1]
+    assert rule_scores_higher(t.p_holm[:1]) and not rule_scores_higher(t.p_holm)
+    nan = b.copy(); nan[:5] = np.nan
+    assert score_tests([("S", "c", nan, b + 1)]).n[0] == 95       # images without a score are left out of the pair
 
 
-def test_background_folder(tmp_path):
-    for i in range(3): _img(tmp_path / "val" / f"{i}.jpeg", size=(30, 20), value=50 * i)
-    bank = load_background_folder(tmp_path / "val", size=16)
-    assert bank.shape == (3, 3, 16, 16)
-    with pytest.raises(DataError, match="no background photos"):
-        load_background_folder(tmp_path / "test")
+def test_rule_score_drop_inverse_c12():
+    assert rule_score_drop_inverse([0.5, 0.25, 0.1], [0.14, 0.38, 0.84])
+    assert not rule_score_drop_inverse([0.1, 0.25, 0.5], [0.14, 0.38, 0.84])
+    assert not rule_score_drop_inverse([0.1, 0.2, 0.3, 0.4, 0.5], [0.5, 0.2, 0.4, 0.1, 0.3], test=True)
+
+
+def test_per_seed_outcomes():
+    df = pd.DataFrame(dict(seed=[4, 3, 4, 3], drop=[5.0, 6.0, -1.0, 7.0], corrupted_std=[0.1] * 4))
+    assert per_seed(df, lambda g: rule_bias(g["drop"], g.corrupted_std)) == {3: True, 4: False}
+
+
+def test_fallback_is_decided_on_validation():
+    assert not needs_fallback(0.05, 0.01) and needs_fallback(0.019, 0.01) and not needs_fallback(0.0, None)
+    d = make_digit_pairs(0.5, dict(train=4, val=3, test=3), seed=0)
+    bank = torch.rand(10, 3, 32, 32, generator=torch.Generator().manual_seed(0))
+    kw = dict(test_corrupted=[d["test"].X], val_corrupted=d["val"].X, bank_train=bank, widths=(4, 8, 8), steps=2,
+              val_every=2, n_attr=2, attr_samples=2, dim=16, hparams=PAPER_HPARAMS["cub2011"]["triplet"])
+    assert run_cell(d, "triplet", "base", "x", val_random=0.0, **kw).hparams == "paper values"
+    assert run_cell(d, "triplet", "base", "x", val_random=1.0, **kw).hparams.startswith("PML defaults (fallback: validation")
 
 
 # --- hyper-parameters, published numbers, one cell --------------------------------------------------------------------
@@ -252,7 +239,7 @@ def test_paper_hparams_build_every_loss():
         loss_distance("n_pairs")
 
 
-def test_published_drops_match_the_spec():
+def test_published_numbers():
     drops = {l: PAPER_TABLE1[l]["base"]["SOP"][0] - PAPER_TABLE1[l]["base"]["SOP"][1] for l in PAPER_TABLE1}
     assert np.mean(list(drops.values())) == pytest.approx(33.00, abs=0.01)
     wins = sum(PAPER_TABLE2[l][d][2] > PAPER_TABLE2[l][d][0] for l in PAPER_TABLE2 for d in PAPER_TABLE2[l])
@@ -265,20 +252,276 @@ def test_run_cell_is_deterministic_and_complete():
     tc = [corrupt(d["test"].X, d["test"].M, bank, k) for k in range(2)]
     vc = corrupt(d["val"].X, d["val"].M, bank, 9)
     kw = dict(test_corrupted=tc, val_corrupted=vc, bank_train=bank, widths=(4, 8, 8), steps=4, val_every=2, n_attr=5,
-              attr_samples=2, progress=False, dim=16)
+              attr_samples=2, dim=16)
     a = run_cell(d, "normalized_softmax", "bgaugment", "x", **kw)
     b = run_cell(d, "normalized_softmax", "bgaugment", "x", **kw)
-    ta, tb = table1_rows([a]), table1_rows([b])
-    pd.testing.assert_frame_equal(ta, tb)
-    assert len(a.corrupted) == 2 and a.scores.shape == (5,)
+    pd.testing.assert_frame_equal(table1_rows([a], {"x": 0.01}), table1_rows([b], {"x": 0.01}))
+    assert len(a.corrupted) == 2 and a.scores.shape == (5,) and a.last_step == 4 and a.state is not None
     with pytest.raises(ValueError, match="valid: base, bgaugment"):
         run_cell(d, "triplet", "mixup", "x", **kw)
 
 
-def test_run_cell_falls_back_to_pml_defaults_below_twice_random():
-    d = make_digit_pairs(0.5, dict(train=4, val=3, test=3), seed=0)
-    bank = torch.rand(10, 3, 32, 32, generator=torch.Generator().manual_seed(0))
-    kw = dict(test_corrupted=[d["test"].X], val_corrupted=d["val"].X, bank_train=bank, widths=(4, 8, 8), steps=2,
-              val_every=2, n_attr=2, attr_samples=2, progress=False, dim=16, hparams=PAPER_HPARAMS["cub2011"]["triplet"])
-    assert run_cell(d, "triplet", "base", "x", random_level=0.0, **kw).hparams == "paper values"
-    assert run_cell(d, "triplet", "base", "x", random_level=1.0, **kw).hparams.startswith("PML defaults (fallback")
+# --- the real-data path: a tiny dataset in the real layout -------------------------------------------------------------
+
+TRAIN_CLASSES = 32            # a batch of 32 with one image per class (ArcFace, Normalized Softmax) needs 32 classes
+
+
+def _img(path, size=(12, 10), value=100, mode="RGB"):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    shape = (size[1], size[0], 3) if mode == "RGB" else (size[1], size[0])
+    Image.fromarray(np.full(shape, value, np.uint8), mode).save(path)
+
+
+def _classes(train_end, val_start, test_start):
+    "(class number 1-based, images): one image per training class, two per val and test class."
+    return [(c, 1) for c in range(1, TRAIN_CLASSES + 1)] + [(c, 2) for c in (val_start + 1, val_start + 2)] \
+        + [(c, 2) for c in (test_start + 1, test_start + 2)]
+
+
+def write_cub(root: Path, classes=None):
+    "CUB-200-2011 under root/cub2011 (images.txt, image_class_labels.txt, images, masks)."
+    cub = root / "cub2011" / "CUB_200_2011"
+    lines, labs = [], []
+    for c, per in (classes or _classes(75, 80, 120)):
+        for k in range(per):
+            rel = f"{c:03d}.Bird/b_{c}_{k}.jpg"
+            _img(cub / "images" / rel, value=(7 * c + 50 * k) % 256)
+            _img(root / "cub2011" / "images_masked" / f"b_{c}_{k}.png", mode="L", value=255)
+            lines.append(f"{len(lines) + 1} {rel}"); labs.append(f"{len(labs) + 1} {c}")
+    (cub / "images.txt").write_text("\n".join(lines) + "\n")
+    (cub / "image_class_labels.txt").write_text("\n".join(labs) + "\n")
+
+
+def write_cars(root: Path, classes=None):
+    "Cars196 under root/cars196 (cars_annos.mat, car_ims, car_ims_masked)."
+    from scipy.io import savemat
+    base = root / "cars196"
+    rows = []
+    for c, per in (classes or _classes(74, 80, 120)):
+        for k in range(per):
+            i = len(rows)
+            rel = f"car_ims/{i:06d}.jpg"
+            _img(base / rel, value=(5 * c + 40 * k) % 256)
+            _img(base / "car_ims_masked" / f"{i:06d}.png", mode="L", value=200)
+            rows.append((rel, c, 0))
+    ann = np.array(rows, dtype=[("relative_im_path", "O"), ("class", "O"), ("test", "O")])
+    savemat(base / "cars_annos.mat", {"annotations": ann})
+
+
+def write_sop(root: Path):
+    "Stanford Online Products under root/Stanford_Online_Products (Ebay_train/test.txt, images, SOP_masked)."
+    base = root / "Stanford_Online_Products"
+    train = [(c, 1) for c in range(1, TRAIN_CLASSES + 1)] + [(c, 2) for c in (9000, 9001)]
+    for fname, classes in (("Ebay_train.txt", train), ("Ebay_test.txt", [(11319, 2), (11320, 2)])):
+        rows = []
+        for c, per in classes:
+            for k in range(per):
+                rows.append((len(rows) + 1, c, 1, f"bicycle_final/{c}_{k}.JPG"))
+        base.mkdir(parents=True, exist_ok=True)
+        (base / fname).write_text("image_id class_id super_class_id path\n" + "".join(f"{a} {b} {s} {p}\n" for a, b, s, p in rows))
+        for *_, p in rows:
+            _img(base / p, value=(3 * len(p)) % 256)
+            _img((base / "SOP_masked" / p).with_suffix(".png"), mode="L", value=255)
+
+
+def write_backgrounds(root: Path):
+    "Two photos each in root/unsplash_backgrounds/{val,test}."
+    for part in ("val", "test"):
+        for i in range(2): _img(root / BACKGROUND_FOLDER / part / f"{i}.jpeg", size=(30, 20), value=60 * i + 30)
+
+
+def write_tiny_dataset(data_root: Path) -> None:
+    "The paper's datasets in their real layouts, tiny: CUB, Cars196, SOP (each 32 training classes, 2 val and 2 test classes) and the background photos."
+    data_root = Path(data_root)
+    write_cub(data_root); write_cars(data_root); write_sop(data_root); write_backgrounds(data_root)
+
+
+def folders_under(root: Path) -> dict:
+    "What the notebook gets from ctx.dataset(...): each dataset folder, or None when absent."
+    out = {k: (root / f if (root / f).is_dir() else None) for k, f in DATASET_FOLDERS.items()}
+    out["backgrounds"] = root / BACKGROUND_FOLDER if (root / BACKGROUND_FOLDER).is_dir() else None
+    return out
+
+
+def load_tiny(root: Path, **kw):
+    "The notebook's loader entry point on `root`."
+    return load_real_data(root, folders_under(root), size=8, **kw)
+
+
+# --- breakages: (name, mutate(data_root), expected substring); the substring names the file and the row/column -------
+
+def _edit(rel, fn):
+    def mutate(root):
+        p = Path(root) / rel
+        lines = p.read_text().splitlines()
+        p.write_text("\n".join(fn(lines)) + "\n")
+    return mutate
+
+
+def _set(i, text): return lambda lines: lines[:i] + [text] + lines[i + 1:]
+
+
+CUB = "cub2011/CUB_200_2011/"
+SOP = "Stanford_Online_Products/"
+
+
+def _cars_class(root):
+    from scipy.io import savemat
+    rows = [(f"car_ims/{i:06d}.jpg", "sedan" if i == 1 else 1 + i, 0) for i in range(3)]
+    savemat(Path(root) / "cars196" / "cars_annos.mat",
+            {"annotations": np.array(rows, dtype=[("relative_im_path", "O"), ("class", "O"), ("test", "O")])})
+
+
+def _cars_field(root):
+    from scipy.io import savemat
+    rows = [(f"car_ims/{i:06d}.jpg", 0) for i in range(3)]
+    savemat(Path(root) / "cars196" / "cars_annos.mat",
+            {"annotations": np.array(rows, dtype=[("relative_im_path", "O"), ("test", "O")])})
+
+
+def _too_few_train_classes(root):
+    for f in DATASET_FOLDERS.values():
+        if f != "cub2011": import shutil; shutil.rmtree(Path(root) / f)
+    write_cub(Path(root) / "cub_small", classes=[(c, 1) for c in range(1, 9)] + [(81, 2), (82, 2), (121, 2), (122, 2)])
+    import shutil
+    shutil.rmtree(Path(root) / "cub2011"); (Path(root) / "cub_small" / "cub2011").rename(Path(root) / "cub2011")
+
+
+BREAKAGES = [
+    ("cub class id not a number", _edit(CUB + "image_class_labels.txt", _set(1, "2 bird")),
+     "image_class_labels.txt, row 2, column 'class_id': 'bird' is not a valid int"),
+    ("cub class id out of range", _edit(CUB + "image_class_labels.txt", _set(2, "3 0")),
+     "image_class_labels.txt, row 3, column 'class_id': 0 is not a class number (1-200)"),
+    ("cub duplicate image id in images.txt", _edit(CUB + "images.txt", lambda l: l[:2] + ["1 " + l[2].split()[1]] + l[3:]),
+     "images.txt, row 3, column 'image_id': '1' repeats row 1"),
+    ("cub duplicate image id in labels", _edit(CUB + "image_class_labels.txt", _set(3, "1 4")),
+     "image_class_labels.txt, row 4, column 'image_id': '1' repeats row 1"),
+    ("cub empty images.txt", lambda root: (Path(root) / CUB / "images.txt").write_text(""), "images.txt has no rows"),
+    ("cub row with a missing field", _edit(CUB + "images.txt", _set(3, "4")), "images.txt, row 4: 1 fields, but the format has 2"),
+    ("cub image without a class", _edit(CUB + "image_class_labels.txt", lambda l: l[:4] + l[5:]),
+     "images.txt, row 5, column 'image_id': image 5 has no class"),
+    ("cub label for an unknown image", _edit(CUB + "image_class_labels.txt", lambda l: l + ["999 3"]),
+     "image_class_labels.txt, row 41, column 'image_id': image 999 is not in"),
+    ("cub images.txt not UTF-8", lambda root: (Path(root) / CUB / "images.txt").write_bytes(b"1 001.Bird/b_\xff.jpg\n"),
+     "images.txt, row 1: not UTF-8"),
+    ("cub missing image file", lambda root: (Path(root) / CUB / "images/002.Bird/b_2_0.jpg").unlink(),
+     "images.txt, row 2, column 'path': missing image file"),
+    ("cub missing mask", lambda root: (Path(root) / "cub2011/images_masked/b_3_0.png").unlink(),
+     "images.txt, row 3: missing mask"),
+    ("cub mask of another size", lambda root: _img(Path(root) / "cub2011/images_masked/b_4_0.png", size=(5, 5), mode="L"),
+     "b_4_0.png is 5x5 but its image"),
+    ("cub 8 training classes", _too_few_train_classes, "cub2011 (train 0-74, val 75-99, test 100-199): the train split has 8 classes"),
+    ("cub no validation class", _edit(CUB + "image_class_labels.txt", lambda l: [x if int(x.split()[1]) != 82 and int(x.split()[1]) != 81
+                                                                                   else f"{x.split()[0]} 3" for x in l]),
+     "cub2011 (train 0-74, val 75-99, test 100-199): no image in the val split"),
+    ("sop missing column", _edit(SOP + "Ebay_train.txt", lambda l: ["image_id super_class_id path"] + [" ".join(x.split()[:1] + x.split()[2:]) for x in l[1:]]),
+     "Ebay_train.txt: missing column(s) ['class_id']"),
+    ("sop class id not a number", _edit(SOP + "Ebay_train.txt", _set(2, "2 two 1 bicycle_final/2_0.JPG")),
+     "Ebay_train.txt, row 3, column 'class_id': 'two' is not a valid int"),
+    ("sop duplicate image id", _edit(SOP + "Ebay_test.txt", _set(2, "1 11319 1 bicycle_final/11319_1.JPG")),
+     "Ebay_test.txt, row 3, column 'image_id': '1' repeats row 2"),
+    ("sop empty file", lambda root: (Path(root) / SOP / "Ebay_test.txt").write_text(""), "Ebay_test.txt is empty"),
+    ("cars class not a number", _cars_class, "cars_annos.mat, row 2 of 'annotations', field 'class': 'sedan' is not a whole number"),
+    ("cars field missing", _cars_field, "cars_annos.mat: the 'annotations' struct has no field 'class'"),
+    ("cars mat not a mat file", lambda root: (Path(root) / "cars196/cars_annos.mat").write_text("hello"),
+     "cars_annos.mat: cannot read the 'annotations' struct"),
+    ("background photo undecodable", lambda root: (Path(root) / BACKGROUND_FOLDER / "test/1.jpeg").write_bytes(b"no jpeg"),
+     "unsplash_backgrounds/test/1.jpeg: cannot decode the background photo"),
+    ("background folder empty", lambda root: [p.unlink() for p in (Path(root) / BACKGROUND_FOLDER / "val").glob("*")],
+     "no background photos (*.jpeg) in"),
+]
+
+
+@pytest.fixture(scope="module")
+def tiny_template(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tiny") / "data"
+    write_tiny_dataset(root)
+    return root
+
+
+@pytest.fixture
+def tiny(tiny_template, tmp_path):
+    import shutil
+    return Path(shutil.copytree(tiny_template, tmp_path / "data"))
+
+
+@pytest.mark.parametrize("name,mutate,expected", BREAKAGES, ids=[b[0] for b in BREAKAGES])
+def test_breakage_is_a_data_error_naming_file_and_place(tiny, name, mutate, expected):
+    mutate(tiny)
+    with pytest.raises(DataError) as e:
+        load_tiny(tiny)
+    assert expected in str(e.value)
+
+
+def test_tiny_dataset_loads(tiny):
+    src, datasets, skipped, banks = load_tiny(tiny)
+    assert list(datasets) == ["CUB200", "Cars196", "SOP"] and skipped == dict(CUB200=0, Cars196=0, SOP=0)
+    assert [len(datasets["CUB200"][s].y) for s in ("train", "val", "test")] == [TRAIN_CLASSES, 4, 4]
+    assert datasets["Cars196"]["val"].y.unique().tolist() == [80, 81] and datasets["SOP"]["val"].y.unique().tolist() == [8999, 9000]
+    assert banks[0].shape == (2, 3, 8, 8) and src.kind == "real" and src.params["files"] == 5 + 3 * 2 * 40 + 4
+
+
+def test_bom_header_is_read(tiny):
+    p = tiny / SOP / "Ebay_train.txt"
+    p.write_bytes(b"\xef\xbb\xbf" + p.read_bytes())
+    assert len(load_sop(tiny / SOP)) == 40
+
+
+def test_fingerprint_covers_images_masks_and_backgrounds(tiny):
+    fp = load_tiny(tiny)[0].fingerprint
+    assert load_tiny(tiny)[0].fingerprint == fp
+    for rel, mode in (("cub2011/images_masked/b_5_0.png", "L"), (CUB + "images/006.Bird/b_6_0.jpg", "RGB"),
+                      (SOP + "SOP_masked/bicycle_final/3_0.png", "L"), (BACKGROUND_FOLDER + "/val/0.jpeg", "RGB")):
+        _img(tiny / rel, value=1, mode=mode)                    # garbage content, same layout
+        new = load_tiny(tiny)[0].fingerprint
+        assert new != fp, rel
+        fp = new
+
+
+def test_dataset_folder_may_be_a_link(tiny, tmp_path):
+    root = tmp_path / "root"; root.mkdir()
+    (root / "cub2011").symlink_to(tiny / "cub2011", target_is_directory=True)
+    src, d, _, banks = load_tiny(root)
+    assert list(d) == ["CUB200"] and banks is None and src.params["files"] == 2 + 2 * 40
+
+
+def test_split_check_comes_before_decoding(tiny, monkeypatch):
+    import paperlib.papers.bgaugment_background_bias as m
+    _too_few_train_classes(tiny)
+    monkeypatch.setattr(m, "load_images", lambda *a, **k: pytest.fail("images decoded before the split check"))
+    with pytest.raises(DataError, match="the train split has 8 classes, but ArcFace fills a batch of 32 with 1 image"):
+        load_tiny(tiny)
+    # ranking losses alone need only 32 / 4 = 8 classes
+    monkeypatch.undo()
+    src, d, _, _ = load_tiny(tiny, losses=("contrastive",))
+    assert len(d["CUB200"]["train"].y) == 8
+
+
+def test_check_splits_names_the_split():
+    idx = pd.DataFrame(dict(label=list(range(32)) + [80, 80, 81, 81] + [120, 121], split=["train"] * 32 + ["val"] * 4 + ["test"] * 2))
+    with pytest.raises(DataError, match="the test split has 0 class"):
+        check_splits(idx, "cub2011")
+
+
+def test_undecodable_image_is_skipped_with_warning_and_counted(tiny):
+    (tiny / CUB / "images/081.Bird/b_81_0.jpg").write_bytes(b"not a jpeg at all")
+    ix = load_cub(tiny / "cub2011")
+    with pytest.warns(UserWarning, match="b_81_0.jpg: cannot decode"):
+        s, skipped = load_images(ix[ix.split == "val"], size=8)
+    assert skipped == 1 and len(s.y) == 3
+
+
+def test_loaders_map_classes_to_splits(tiny):
+    assert load_cub(tiny / "cub2011").groupby("split").label.agg(["min", "max"]).to_dict("index") == \
+        dict(test=dict(min=120, max=121), train=dict(min=0, max=31), val=dict(min=80, max=81))
+    cars = load_cars(tiny / "cars196")
+    assert cars.split.value_counts().to_dict() == dict(train=32, val=4, test=4)
+    sop = load_sop(tiny / SOP)
+    assert sop.mask_path[0].endswith("Stanford_Online_Products/SOP_masked/bicycle_final/1_0.png")
+
+
+def test_background_folder(tmp_path):
+    for i in range(3): _img(tmp_path / "val" / f"{i}.jpeg", size=(30, 20), value=50 * i)
+    assert load_background_folder(tmp_path / "val", size=16).shape == (3, 3, 16, 16)
+    with pytest.raises(DataError, match="no background photos"):
+        load_background_folder(tmp_path / "test")

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/papers/bgaugment_background_bias.ipynb #cb4c27c2
 from __future__ import annotations
-import warnings
+import os, warnings
 from pathlib import Path
 from dataclasses import dataclass, field
 
@@ -13,17 +13,24 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from ..data import DataError, DataSource, fingerprint_real
+from ..data import DataError, DataSource, Column, read_table, fingerprint_real
 from ..metric import (LOSSES, LOSS_NAMES, check_loss, is_classification_loss, EmbeddingCNN, embed,
                              retrieval_metrics, map_at_r, map_at_r_torch, random_map_at_r, train_embedder, mean_std)
+from ..stats import correct_pvalues
 
 # %% auto #0
-__all__ = ['REGIMES', 'TRAIN_A', 'VAL_B', 'TEXTURES', 'B_TRAIN_PHOTOS', 'B_TEST_PHOTOS', 'REAL_DATASETS', 'LOADERS', 'SPLIT_DOC',
-           'DATASET_NAMES', 'PAPER_HPARAMS', 'PAPER_LOSS_LR', 'PAPER_TABLE1', 'PAPER_TABLE2', 'MIRRORS', 'composite',
+__all__ = ['REGIMES', 'TRAIN_A', 'VAL_B', 'TEXTURES', 'B_TRAIN_PHOTOS', 'B_TEST_PHOTOS', 'DATASET_FOLDERS', 'BACKGROUND_FOLDER',
+           'DATASET_NAMES', 'CLASS_RANGE', 'META_FILES', 'SPLIT_DOC', 'CUB_IMAGES', 'CUB_LABELS', 'SOP_COLUMNS',
+           'LOADERS', 'PAPER_HPARAMS', 'PAPER_LOSS_LR', 'FALLBACK_FACTOR', 'LEARNED_K', 'CONTROL_RATIO', 'BIAS_K',
+           'CLEAN_TOL', 'GAP_REMOVED', 'WIN_SHARE', 'ALPHA', 'PAPER_TABLE1', 'PAPER_TABLE2', 'MIRRORS', 'composite',
            'random_resized_crop', 'corrupt', 'bgaugment', 'attribution_maps', 'foreground_score', 'overlap', 'iou',
            'perturb_mask', 'pair_classes', 'digit_pools', 'home_texture', 'render_texture', 'Split', 'make_digit_pairs',
-           'background_bank', 'load_cub', 'load_cars', 'load_sop', 'load_images', 'load_background_folder',
-           'load_real_dataset', 'loss_distance', 'Cell', 'attr_subset', 'run_cell', 'table1_rows']
+           'background_bank', 'load_cub', 'load_cars', 'load_sop', 'check_splits', 'load_images', 'background_files',
+           'load_background_folder', 'load_real_data', 'loss_distance', 'needs_fallback', 'Cell', 'attr_subset',
+           'train_cell', 'evaluate_cell', 'run_cell', 'bgaugment_shared', 'make_jobs', 'losses_needed', 'gate_learned',
+           'gate_control', 'rule_bias', 'rule_drop_grows', 'random_draws', 'rule_above_random', 'rule_bgaugment_wins',
+           'rule_clean_kept', 'rule_clean_lowered', 'rule_gap_shrinks', 'score_tests', 'rule_scores_higher',
+           'rule_score_drop_inverse', 'table1_rows', 'per_seed']
 
 # %% ../../nbs/papers/bgaugment_background_bias.ipynb #9add0458
 def composite(I: torch.Tensor, M: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
@@ -64,7 +71,7 @@ def bgaugment(M: torch.Tensor, bank: torch.Tensor):
 # %% ../../nbs/papers/bgaugment_background_bias.ipynb #5b9303eb
 def attribution_maps(model, X: torch.Tensor, distance: str = "euclidean", n_samples: int = 25, noise: float = 0.15,
                      seed: int = 0, batch_images: int = 16, device="cpu") -> torch.Tensor:
-    "SmoothGrad attribution (N x h x w) of the distance of f(x) to the embedding of a black image (spec 2.5)."
+    "SmoothGrad attribution (N x h x w) of the distance of f(x) to the embedding of a black image (the authors' recipe)."
     if distance not in ("euclidean", "cosine"): raise ValueError(f"unknown distance {distance!r}; valid: euclidean, cosine")
     model.eval()
     gen = torch.Generator().manual_seed(seed)
@@ -147,7 +154,7 @@ def home_texture(c: int) -> dict:
                 theta=r.uniform(0, np.pi), smooth=r.uniform(1.5, 4.0))
 
 def render_texture(p: dict, rng: np.random.Generator, size: int = 32) -> np.ndarray:
-    "One 3 x size x size instance of texture `p` with the per-image variation of spec 6.1."
+    "One 3 x size x size instance of texture `p`: random phase, +-15 deg orientation, +-10% frequency and brightness, noise."
     from scipy.ndimage import gaussian_filter
     yy, xx = np.mgrid[0:size, 0:size] / size
     th = p["theta"] + np.deg2rad(rng.uniform(-15, 15))
@@ -272,73 +279,139 @@ def background_bank(which: str, n: int = 100, size: int = 64, seed: int = 0) -> 
     return torch.from_numpy(np.stack(patches))
 
 # %% ../../nbs/papers/bgaugment_background_bias.ipynb #776ae27e
-REAL_DATASETS = ("cub2011", "cars196", "sop")
+DATASET_FOLDERS = dict(cub2011="cub2011", cars196="cars196", sop="Stanford_Online_Products")
+BACKGROUND_FOLDER = "unsplash_backgrounds"
+DATASET_NAMES = dict(cub2011="CUB200", cars196="Cars196", sop="SOP")
+CLASS_RANGE = dict(cub2011=(1, 200), cars196=(1, 196), sop=(1, 22634))
+META_FILES = dict(cub2011=("CUB_200_2011/images.txt", "CUB_200_2011/image_class_labels.txt"),
+                  cars196=("cars_annos.mat",), sop=("Ebay_train.txt", "Ebay_test.txt"))
+SPLIT_DOC = dict(cub2011="train 0-74, val 75-99, test 100-199", cars196="train 0-73, val 74-97, test 98-195",
+                 sop="train: Ebay_train class_id < 8489, val: the rest of Ebay_train, test: Ebay_test")
+CUB_IMAGES = [Column("image_id", kind="int", doc="image number"),
+              Column("path", doc="`<class folder>/<file>.jpg` under `CUB_200_2011/images/`")]
+CUB_LABELS = [Column("image_id", kind="int", doc="image number of images.txt"),
+              Column("class_id", kind="int", doc="class number, 1-200")]
+SOP_COLUMNS = [Column("image_id", kind="int", doc="image number"), Column("class_id", kind="int", doc="product, 1-22634"),
+               Column("super_class_id", kind="int", doc="category, 1-12"),
+               Column("path", doc="`<category>_final/<file>.JPG` under the folder")]
 
-def _need(path: Path, what: str) -> Path:
-    if not path.exists(): raise DataError(f"missing {what}: {path}")
-    return path
+def _check_classes(df: pd.DataFrame, path: Path, key: str, col: str = "class_id") -> pd.DataFrame:
+    "A DataError naming the file, row and column of the first class number outside the dataset's range."
+    lo, hi = CLASS_RANGE[key]
+    v = df[col].to_numpy()
+    bad = np.flatnonzero((v < lo) | (v > hi))
+    if len(bad):
+        i = bad[0]
+        raise DataError(f"{path}, row {df.attrs['lines'][i]}, column {col!r}: {v[i]} is not a class number ({lo}-{hi})")
+    return df
+
+def load_cub(folder) -> pd.DataFrame:
+    "CUB-200-2011 index (path, mask_path, label 0-199, split, table, line) of the folder `cub2011/`."
+    folder = Path(folder)
+    cub = folder / "CUB_200_2011"
+    if not cub.is_dir(): raise DataError(f"missing folder {cub} (unpack CUB_200_2011.tgz into {folder})")
+    images = read_table(cub / "images.txt", CUB_IMAGES, sep=None, header=False, unique=("image_id",))
+    labels = read_table(cub / "image_class_labels.txt", CUB_LABELS, sep=None, header=False, unique=("image_id",))
+    _check_classes(labels, cub / "image_class_labels.txt", "cub2011")
+    cls = dict(zip(labels.image_id, labels.class_id))
+    for i, v in enumerate(images.image_id):
+        if v not in cls:
+            raise DataError(f"{cub / 'images.txt'}, row {images.attrs['lines'][i]}, column 'image_id': image {v} has "
+                            f"no class in {cub / 'image_class_labels.txt'}")
+    known = set(images.image_id)
+    for i, v in enumerate(labels.image_id):
+        if v not in known:
+            raise DataError(f"{cub / 'image_class_labels.txt'}, row {labels.attrs['lines'][i]}, column 'image_id': "
+                            f"image {v} is not in {cub / 'images.txt'}")
+    df = pd.DataFrame(dict(path=[str(cub / "images" / r) for r in images.path],
+                           mask_path=[str(folder / "images_masked" / (Path(r).stem + ".png")) for r in images.path],
+                           label=[cls[i] - 1 for i in images.image_id],
+                           table=str(cub / "images.txt"), line=images.attrs["lines"]))
+    return _check_files(_with_split(df, 75, 100))
+
+def load_cars(folder) -> pd.DataFrame:
+    "Cars196 index (path, mask_path, label 0-195, split, table, line) of the folder `cars196/`, from cars_annos.mat."
+    from scipy.io import loadmat
+    folder = Path(folder)
+    mat = folder / "cars_annos.mat"
+    if not mat.is_file(): raise DataError(f"missing file {mat}")
+    try: ann = loadmat(mat, squeeze_me=True)["annotations"]
+    except Exception as e: raise DataError(f"{mat}: cannot read the 'annotations' struct ({type(e).__name__}: {e})") from None
+    names = ann.dtype.names or ()
+    for f in ("relative_im_path", "class"):
+        if f not in names: raise DataError(f"{mat}: the 'annotations' struct has no field {f!r}; found {list(names)}")
+    rel = [str(r) for r in np.atleast_1d(ann["relative_im_path"])]
+    raw = list(np.atleast_1d(ann["class"]))
+    if not rel: raise DataError(f"{mat}: the 'annotations' struct is empty")
+    cls = []
+    for i, v in enumerate(raw):
+        try: c = int(str(v).strip()); ok = float(str(v).strip()) == c
+        except ValueError: ok = False
+        if not ok: raise DataError(f"{mat}, row {i + 1} of 'annotations', field 'class': {v!r} is not a whole number")
+        cls.append(c)
+    t = pd.DataFrame(dict(class_id=cls)); t.attrs["lines"] = list(range(1, len(cls) + 1))
+    _check_classes(t, f"{mat} ('annotations')", "cars196")
+    seen = {}
+    for i, r in enumerate(rel):
+        if r in seen: raise DataError(f"{mat}, row {i + 1} of 'annotations', field 'relative_im_path': {r!r} repeats row {seen[r]}")
+        seen[r] = i + 1
+    df = pd.DataFrame(dict(path=[str(folder / r) for r in rel],
+                           mask_path=[str(folder / "car_ims_masked" / (Path(r).stem + ".png")) for r in rel],
+                           label=np.array(cls) - 1, table=f"{mat} ('annotations')", line=range(1, len(rel) + 1)))
+    return _check_files(_with_split(df, 74, 98))
+
+def load_sop(folder) -> pd.DataFrame:
+    "Stanford Online Products index (path, mask_path, label, split, table, line) of `Stanford_Online_Products/`."
+    folder = Path(folder)
+    parts = []
+    for f, part in (("Ebay_train.txt", "train"), ("Ebay_test.txt", "test")):
+        t = read_table(folder / f, SOP_COLUMNS, sep=None, header=True, unique=("image_id",))
+        _check_classes(t, folder / f, "sop")
+        parts.append(pd.DataFrame(dict(path=[str(folder / p) for p in t.path],
+                                       mask_path=[str((folder / "SOP_masked" / p).with_suffix(".png")) for p in t.path],
+                                       label=t.class_id.to_numpy() - 1, part=part, table=str(folder / f),
+                                       line=t.attrs["lines"])))
+    df = pd.concat(parts, ignore_index=True)
+    df["split"] = np.where(df.part == "test", "test", np.where(df.label < 8489 - 1, "train", "val"))
+    return _check_files(df.drop(columns="part"))
 
 def _with_split(df: pd.DataFrame, train_end: int, val_end: int) -> pd.DataFrame:
     df["split"] = np.where(df.label < train_end, "train", np.where(df.label < val_end, "val", "test"))
     return df
 
-def _check_files(df: pd.DataFrame, name: str) -> pd.DataFrame:
-    for col, what in (("path", "image"), ("mask_path", "mask")):
-        miss = [p for p in df[col] if not Path(p).exists()]
-        if miss:
-            hint = " (masks are user-supplied: run `rembg p -om` on the images, see the notebook)" if what == "mask" else ""
-            raise DataError(f"{name}: {len(miss)} {what} file(s) listed but missing, e.g. {miss[0]}{hint}")
+def _check_files(df: pd.DataFrame) -> pd.DataFrame:
+    "A DataError naming the table, row and file of the first listed image or mask that does not exist."
+    for r in df.itertuples():
+        if not Path(r.path).is_file():
+            raise DataError(f"{r.table}, row {r.line}, column 'path': missing image file {r.path}")
+        if not Path(r.mask_path).is_file():
+            raise DataError(f"{r.table}, row {r.line}: missing mask {r.mask_path} for image {r.path} (masks are "
+                            "user-supplied: run `rembg p -om` on the images, see the notebook)")
     return df.reset_index(drop=True)
 
-def load_cub(root) -> pd.DataFrame:
-    "CUB-200-2011 index (path, mask_path, label 0-199, split) under root/cub2011."
-    base = Path(root) / "cub2011"
-    cub = _need(base / "CUB_200_2011", "CUB folder")
-    images = pd.read_csv(_need(cub / "images.txt", "CUB metadata file images.txt"), sep=" ", names=["id", "rel"])
-    labels = pd.read_csv(_need(cub / "image_class_labels.txt", "CUB metadata file image_class_labels.txt"), sep=" ", names=["id", "cls"])
-    df = images.merge(labels, on="id", validate="one_to_one")
-    if len(df) != len(images): raise DataError(f"{cub / 'image_class_labels.txt'}: does not label every image of images.txt")
-    df = pd.DataFrame(dict(path=[str(cub / "images" / r) for r in df.rel],
-                           mask_path=[str(base / "images_masked" / (Path(r).stem + ".png")) for r in df.rel],
-                           label=df.cls.to_numpy() - 1))
-    return _check_files(_with_split(df, 75, 100), "cub2011")
-
-def load_cars(root) -> pd.DataFrame:
-    "Cars196 index (path, mask_path, label 0-195, split) under root/cars196, from cars_annos.mat."
-    from scipy.io import loadmat
-    base = Path(root) / "cars196"
-    mat = _need(base / "cars_annos.mat", "Cars196 metadata file cars_annos.mat")
-    try: ann = loadmat(mat, squeeze_me=True)["annotations"]
-    except Exception as e: raise DataError(f"{mat}: cannot read the 'annotations' struct ({e})") from None
-    rel = [str(r) for r in np.atleast_1d(ann["relative_im_path"])]
-    cls = np.atleast_1d(ann["class"]).astype(int)
-    df = pd.DataFrame(dict(path=[str(base / r) for r in rel],
-                           mask_path=[str(base / "car_ims_masked" / (Path(r).stem + ".png")) for r in rel],
-                           label=cls - 1))
-    return _check_files(_with_split(df, 74, 98), "cars196")
-
-def load_sop(root) -> pd.DataFrame:
-    "Stanford Online Products index (path, mask_path, label, split) under root/Stanford_Online_Products."
-    base = Path(root) / "Stanford_Online_Products"
-    parts = []
-    for f, split in (("Ebay_train.txt", "train"), ("Ebay_test.txt", "test")):
-        t = pd.read_csv(_need(base / f, f"SOP metadata file {f}"), sep=r"\s+")
-        need = {"image_id", "class_id", "path"} - set(t.columns)
-        if need: raise DataError(f"{base / f}: missing column(s) {sorted(need)}; found {list(t.columns)}")
-        t["part"] = split; parts.append(t)
-    t = pd.concat(parts, ignore_index=True)
-    df = pd.DataFrame(dict(path=[str(base / p) for p in t.path],
-                           mask_path=[str(Path(root) / "SOP_masked" / Path(p).with_suffix(".png")) for p in t.path],
-                           label=t.class_id.to_numpy() - 1))
-    df["split"] = np.where(t.part == "test", "test", np.where(df.label < 8489 - 1, "train", "val"))
-    return _check_files(df, "sop")
-
 LOADERS = dict(cub2011=load_cub, cars196=load_cars, sop=load_sop)
-SPLIT_DOC = dict(cub2011="train 0-74, val 75-99, test 100-199", cars196="train 0-73, val 74-97, test 98-195",
-                 sop="train: Ebay_train class_id < 8489, val: the rest of Ebay_train, test: Ebay_test")
-DATASET_NAMES = dict(cub2011="CUB200", cars196="Cars196", sop="SOP")
 
 # %% ../../nbs/papers/bgaugment_background_bias.ipynb #2a587ccf
+def check_splits(index: pd.DataFrame, key: str, losses=tuple(LOSSES), batch_size: int = 32, folder=None) -> pd.DataFrame:
+    "`index` if its splits can train `losses` with batches of `batch_size` and be scored by MAP@R; else a DataError naming `folder`."
+    where = f"{folder or DATASET_FOLDERS.get(key, key)} ({SPLIT_DOC.get(key, '')})"
+    for s in ("train", "val", "test"):
+        if not (index.split == s).any(): raise DataError(f"{where}: no image in the {s} split")
+    n_train = index[index.split == "train"].label.nunique()
+    for loss in losses:
+        m = 1 if is_classification_loss(loss) else 4
+        need = -(-batch_size // m)
+        if n_train < need:
+            raise DataError(f"{where}: the train split has {n_train} classes, but {LOSS_NAMES[loss]} fills a batch of "
+                            f"{batch_size} with {m} image(s) per class and needs at least {need} classes")
+    for s in ("val", "test"):
+        counts = index[index.split == s].label.value_counts()
+        if (counts >= 2).sum() < 2:
+            raise DataError(f"{where}: the {s} split has {int((counts >= 2).sum())} class(es) with two or more images; "
+                            "MAP@R needs at least 2")
+    return index
+
+# %% ../../nbs/papers/bgaugment_background_bias.ipynb #313c08f3
 def load_images(index: pd.DataFrame, size: int = 64, binarize: bool = False) -> tuple[Split, int]:
     "(Split of the decodable images resized to size x size with their masks, number skipped)."
     from PIL import Image, UnidentifiedImageError
@@ -358,33 +431,60 @@ def load_images(index: pd.DataFrame, size: int = 64, binarize: bool = False) -> 
         m = np.asarray(mask.resize((size, size), Image.BILINEAR), np.float32) / 255
         M.append((m >= 0.5).astype(np.float32) if binarize else m)
         y.append(int(lab))
-    if not X: raise DataError(f"no decodable image among the {len(index)} listed")
+    if not X: raise DataError(f"no decodable image among the {len(index)} listed (first: {index.path.iloc[0]})")
     return Split(torch.from_numpy(np.stack(X)), torch.from_numpy(np.stack(M))[:, None], torch.tensor(y)), skipped
 
-def load_background_folder(folder, size: int = 64) -> torch.Tensor:
-    "The photos of `folder` (*.jpg, *.jpeg, *.png) as a bank n x 3 x size x size."
-    from PIL import Image
+def background_files(folder) -> list[Path]:
+    "The photos (*.jpg, *.jpeg, *.png) of a background folder, sorted; a DataError when there are none."
     folder = Path(folder)
     files = sorted(p for p in folder.glob("*") if p.suffix.lower() in (".jpg", ".jpeg", ".png")) if folder.is_dir() else []
     if not files: raise DataError(f"no background photos (*.jpeg) in {folder}; copy the authors' unsplash_backgrounds there")
-    return torch.from_numpy(np.stack([np.asarray(Image.open(f).convert("RGB").resize((size, size), Image.BILINEAR),
-                                                 np.float32).transpose(2, 0, 1) / 255 for f in files]))
+    return files
 
-def load_real_dataset(root, key: str, size: int = 64, binarize: bool = False):
-    "(DataSource, {'train', 'val', 'test': Split}, skipped count) of dataset `key` (cub2011, cars196, sop) under root."
-    if key not in LOADERS: raise ValueError(f"unknown dataset {key!r}; valid: {', '.join(LOADERS)}")
-    index = LOADERS[key](root)
-    splits, skipped = {}, 0
-    for s in ("train", "val", "test"):
-        part = index[index.split == s]
-        if part.empty: raise DataError(f"{key} under {root}: no image in the {s} split (classes {SPLIT_DOC[key]})")
-        splits[s], k = load_images(part, size, binarize); skipped += k
-    meta = [p for p in Path(root).rglob("*") if p.suffix in (".txt", ".mat") and p.is_file()][:50]
-    src = DataSource("real", DATASET_NAMES[key], f"{DATASET_NAMES[key]} with user-supplied masks, {size}x{size} px",
-                     fingerprint_real(root, [p.relative_to(root) for p in meta]), str(root), dict(size=size, skipped=skipped))
-    return src, splits, skipped
+def load_background_folder(folder, size: int = 64) -> torch.Tensor:
+    "The photos of `folder` as a bank n x 3 x size x size; a photo that cannot be decoded is a DataError naming it."
+    from PIL import Image, UnidentifiedImageError
+    out = []
+    for f in background_files(folder):
+        try:
+            with Image.open(f) as im: img = im.convert("RGB"); img.load()
+        except (UnidentifiedImageError, OSError) as e:
+            raise DataError(f"{f}: cannot decode the background photo ({type(e).__name__})") from None
+        out.append(np.asarray(img.resize((size, size), Image.BILINEAR), np.float32).transpose(2, 0, 1) / 255)
+    return torch.from_numpy(np.stack(out))
 
-# %% ../../nbs/papers/bgaugment_background_bias.ipynb #4de370f0
+def load_real_data(data_root, folders: dict, size: int = 64, binarize: bool = False, losses=tuple(LOSSES),
+                   batch_size: int = 32):
+    "(DataSource, {name: {'train', 'val', 'test': Split}}, {name: skipped}, (bank_train, bank_test) or None) of the dataset folders `folders` {key: Path or None}."
+    data_root = Path(data_root)
+    found = {k: Path(f) for k, f in folders.items() if f is not None and k in LOADERS}
+    if not found: raise DataError(f"none of {', '.join(DATASET_FOLDERS.values())} under {data_root}")
+    indexes = {k: check_splits(LOADERS[k](f), k, losses, batch_size, f) for k, f in found.items()}   # every table first
+    banks, files = None, []
+    bg = folders.get("backgrounds")
+    if bg is not None:
+        bg = Path(bg)
+        files += background_files(bg / "val") + background_files(bg / "test")
+        banks = (load_background_folder(bg / "val", size), load_background_folder(bg / "test", size))
+    datasets, skipped = {}, {}
+    for k, index in indexes.items():
+        name = DATASET_NAMES[k]
+        datasets[name], skipped[name] = {}, 0
+        for s in ("train", "val", "test"):
+            datasets[name][s], n = load_images(index[index.split == s], size, binarize); skipped[name] += n
+        labels = pd.DataFrame(dict(label=torch.cat([datasets[name][s].y for s in ("train", "val", "test")]).numpy(),
+                                   split=sum([[s] * len(datasets[name][s].y) for s in ("train", "val", "test")], [])))
+        check_splits(labels, k, losses, batch_size, found[k])    # again, after undecodable files were skipped
+        files += [found[k] / f for f in META_FILES[k]] + list(index.path) + list(index.mask_path)
+    rel = [os.path.relpath(f, data_root) for f in files]      # lexical: a dataset folder may be a link elsewhere
+    names = " + ".join(datasets)
+    src = DataSource("real", names, f"{names} with user-supplied masks, resized to {size}x{size} px; replacement "
+                     f"backgrounds: {'the unsplash_backgrounds folder' if banks else 'the bundled photos'}",
+                     fingerprint_real(data_root, rel), str(data_root),
+                     dict(size=size, skipped=skipped, datasets=list(found), files=len(rel)))
+    return src, datasets, skipped, banks
+
+# %% ../../nbs/papers/bgaugment_background_bias.ipynb #84c88bcf
 PAPER_HPARAMS = {
     "cars196": dict(contrastive=dict(pos_margin=0.2652, neg_margin=0.5409), triplet=dict(margin=0.1190),
                     multi_similarity=dict(alpha=14.36, beta=75.83, base=0.6616),
@@ -399,15 +499,20 @@ PAPER_HPARAMS = {
 PAPER_LOSS_LR = dict(cars196=dict(arcface=7.40e-6, normalized_softmax=1.105e-2),
                      cub2011=dict(arcface=5.14e-3, normalized_softmax=4.469e-3),
                      sop=dict(arcface=2.02e-3, normalized_softmax=5.468e-4))
+FALLBACK_FACTOR = 2.0      # validation MAP@R below this multiple of random: retrain with PML's default loss parameters
 
 def loss_distance(loss: str) -> str:
     "The PML distance of `loss`: Euclidean (LpDistance) for Contrastive and Triplet, cosine for the others."
     return "euclidean" if check_loss(loss) in ("contrastive", "triplet") else "cosine"
 
-# %% ../../nbs/papers/bgaugment_background_bias.ipynb #e6452fb6
+def needs_fallback(best_val: float, val_random: float | None, factor: float = FALLBACK_FACTOR) -> bool:
+    "Whether a model trained with the paper's loss values is retrained with PML defaults: best validation MAP@R < factor x random."
+    return val_random is not None and not best_val >= factor * val_random
+
+# %% ../../nbs/papers/bgaugment_background_bias.ipynb #4de370f0
 @dataclass
 class Cell:
-    "The results of one (setting, loss, mode, seed) model."
+    "The results of one model on one setting's test set."
     setting: str
     loss: str
     mode: str
@@ -416,54 +521,199 @@ class Cell:
     corrupted: pd.DataFrame
     scores: np.ndarray
     best_step: int
+    last_step: int
     hparams: str
-    model: torch.nn.Module = field(repr=False, default=None)
+    history: pd.DataFrame = field(repr=False, default=None)
+    state: dict = field(repr=False, default=None)
 
 def attr_subset(n: int, k: int | None) -> np.ndarray:
     "The test images that get attribution maps: all, or `k` evenly spread over the (class-sorted) test set."
     return np.arange(n) if k is None or k >= n else np.linspace(0, n - 1, k).round().astype(int)
 
-def run_cell(data: dict, loss: str, mode: str, setting: str, *, test_corrupted: list, val_corrupted, bank_train,
-             widths, steps, val_every, n_attr, attr_samples, seed=0, device="cpu", hparams=None, loss_lr=1e-2,
-             batch_size=32, lr=1e-3, patience=5, dim=128, random_level=None, progress=True) -> Cell:
-    "Train `loss` in `mode` ('base' | 'bgaugment') on data['train'], select on val, evaluate clean/corrupted/attribution."
+def train_cell(data: dict, loss: str, mode: str, *, val_corrupted, bank_train, widths, steps, val_every, seed=0,
+               hparams=None, loss_lr=1e-2, batch_size=32, lr=1e-3, patience=5, dim=128, val_random=None,
+               device="cpu", progress=False):
+    "(TrainResult, hyper-parameter tag) of `loss` in `mode` ('base' | 'bgaugment') trained on data['train'], selected on validation."
     if mode not in ("base", "bgaugment"): raise ValueError(f"unknown mode {mode!r}; valid: base, bgaugment")
-    tr, va, te = data["train"], data["val"], data["test"]
+    tr, va = data["train"], data["val"]
     val_X = va.X if mode == "base" else val_corrupted            # base selects on clean val, BGAugment on corrupted val
 
-    def fit(params, tag):
+    def fit(params):
         torch.manual_seed(seed)
         model = EmbeddingCNN(widths, dim, tr.X.shape[-1])
         return train_embedder(model, loss, tr.X, tr.y, steps=steps, batch_size=batch_size, lr=lr, loss_lr=loss_lr,
                               loss_params=params, transform=bgaugment(tr.M, bank_train) if mode == "bgaugment" else None,
                               validate=lambda m: map_at_r(embed(m, val_X, device), va.y), val_every=val_every,
-                              patience=patience, seed=seed, device=device, progress=progress,
-                              desc=f"{setting} {loss} {mode}"), tag
+                              patience=patience, seed=seed, device=device, progress=progress, desc=f"{loss} {mode}")
 
-    res, tag = fit(hparams, "paper values" if hparams is not None else "PML defaults")
-    clean = retrieval_metrics(embed(res.model, te.X, device), te.y)
-    if hparams is not None and random_level is not None and clean["map_at_r"] < 2 * random_level:
-        res, tag = fit(None, "PML defaults (fallback: paper values < 2x random)")
-        clean = retrieval_metrics(embed(res.model, te.X, device), te.y)
-    corr = pd.DataFrame([dict(draw=k, **retrieval_metrics(embed(res.model, Xc, device), te.y))
+    res = fit(hparams)
+    if hparams is None: return res, "PML defaults"
+    if needs_fallback(res.best_score, val_random):
+        return fit(None), f"PML defaults (fallback: validation MAP@R < {FALLBACK_FACTOR:g}x random)"
+    return res, "paper values"
+
+def evaluate_cell(model, test: Split, test_corrupted: list, loss: str, n_attr=None, attr_samples=25, seed=0, device="cpu"):
+    "(clean metrics, corrupted metrics per draw, foreground scores of the attributed test images) of `model`."
+    clean = retrieval_metrics(embed(model, test.X, device), test.y)
+    corr = pd.DataFrame([dict(draw=k, **retrieval_metrics(embed(model, Xc, device), test.y))
                          for k, Xc in enumerate(test_corrupted)])
-    sub = attr_subset(len(te.X), n_attr)
-    A = attribution_maps(res.model, te.X[sub], loss_distance(loss), attr_samples, seed=seed, device=device)
-    scores = foreground_score(te.M[sub, 0].numpy(), A.numpy())
-    return Cell(setting, loss, mode, seed, clean, corr, scores, res.best_step, tag, res.model)
+    sub = attr_subset(len(test.X), n_attr)
+    A = attribution_maps(model, test.X[sub], loss_distance(loss), attr_samples, seed=seed, device=device)
+    return clean, corr, foreground_score(test.M[sub, 0].numpy(), A.numpy())
 
-# %% ../../nbs/papers/bgaugment_background_bias.ipynb #8de577d0
-def table1_rows(cells: list) -> pd.DataFrame:
-    "One row per (setting, loss, mode, seed): clean and corrupted MAP@R (%), drop, relative drop, fallback."
+def _cell(setting, loss, mode, seed, res, tag, evaluated, keep_state=True) -> Cell:
+    last = int(res.history.step.iloc[-1]) if len(res.history) else 0
+    state = {k: v.detach().clone() for k, v in res.model.state_dict().items()} if keep_state else None
+    return Cell(setting, loss, mode, seed, *evaluated, res.best_step, last, tag, res.history, state)
+
+def run_cell(data: dict, loss: str, mode: str, setting: str, *, test_corrupted: list, n_attr=None, attr_samples=25,
+             seed=0, device="cpu", **train_kw) -> Cell:
+    "Train one model on data['train'] (see `train_cell`) and evaluate it on data['test'] (see `evaluate_cell`)."
+    res, tag = train_cell(data, loss, mode, seed=seed, device=device, **train_kw)
+    ev = evaluate_cell(res.model, data["test"], test_corrupted, loss, n_attr, attr_samples, seed, device)
+    return _cell(setting, loss, mode, seed, res, tag, ev)
+
+# %% ../../nbs/papers/bgaugment_background_bias.ipynb #5c02406d
+def bgaugment_shared(datasets: dict) -> bool:
+    "Whether one BGAugment model can serve every setting: same labels, same binary masks, same foreground pixels."
+    ds = list(datasets.values())
+    for s in ("train", "val", "test"):
+        a = ds[0][s]
+        if not bool(((a.M == 0) | (a.M == 1)).all()): return False
+        for b in ds[1:]:
+            if not (torch.equal(a.y, b[s].y) and torch.equal(a.M, b[s].M) and torch.equal(a.X * a.M, b[s].X * b[s].M)):
+                return False
+    return True
+
+def make_jobs(settings: list, losses, seeds, share_bgaugment: bool) -> list[dict]:
+    "The trainings of the grid: a base model per (setting, loss, seed); a BGAugment model per (loss, seed) when shared."
+    jobs = []
+    for loss in losses:
+        for sd in seeds:
+            jobs += [dict(train=s, eval=[s], loss=loss, mode="base", seed=sd) for s in settings]
+            if share_bgaugment: jobs.append(dict(train=settings[0], eval=list(settings), loss=loss, mode="bgaugment", seed=sd))
+            else: jobs += [dict(train=s, eval=[s], loss=loss, mode="bgaugment", seed=sd) for s in settings]
+    return jobs
+
+# %% ../../nbs/papers/bgaugment_background_bias.ipynb #e6452fb6
+LEARNED_K = 5.0            # gate_learned: clean MAP@R >= LEARNED_K x random
+CONTROL_RATIO = 0.25       # gate_control: drop(least biased) < CONTROL_RATIO x drop(most biased)
+BIAS_K = 5.0               # rule_bias: drop > BIAS_K x std over the corruption draws
+CLEAN_TOL = 2.0            # rule_clean_kept: BGAugment clean >= base clean - CLEAN_TOL points
+GAP_REMOVED = 1.0          # rule_gap_shrinks: a BGAugment gap within +-GAP_REMOVED points counts as removed
+WIN_SHARE = 0.75           # rule_bgaugment_wins: share of (loss x setting) cells where BGAugment wins
+ALPHA = 0.05
+
+def losses_needed(n: int) -> int:
+    "How many of n losses a per-loss rule needs: all of them below five losses, 4 of 5 (80%, rounded up) from five on."
+    return n if n < 5 else -(-4 * n // 5)
+
+def gate_learned(clean, random, k: float = LEARNED_K) -> bool:
+    "Every model learned the task: clean MAP@R >= k x the random-embedding MAP@R of its test set."
+    clean, random = np.asarray(clean, float), np.asarray(random, float)
+    return bool(len(clean) > 0 and (clean >= k * random).all())
+
+def gate_control(drop_least: float, drop_most: float, ratio: float = CONTROL_RATIO) -> bool:
+    "Negative control: the mean base drop without background-class correlation is below `ratio` x the most biased one."
+    return bool(drop_most > 0 and drop_least < ratio * drop_most)
+
+# %% ../../nbs/papers/bgaugment_background_bias.ipynb #2ffc8573
+def rule_bias(drop, std, k: float = BIAS_K) -> bool:
+    "C1: every drop > 0 and > k x its standard deviation over the corruption draws."
+    drop, std = np.asarray(drop, float), np.asarray(std, float)
+    return bool(len(drop) > 0 and ((drop > 0) & (drop > k * std)).all())
+
+def rule_drop_grows(drops_by_setting, rho=None, drops=None, alpha: float = ALPHA) -> bool:
+    "C2/C3: mean drops (ordered from least to most biased) increase strictly; with `rho`/`drops` points also Spearman p < alpha."
+    d = np.asarray(drops_by_setting, float)
+    ok = bool(len(d) >= 2 and (np.diff(d) > 0).all())
+    if ok and rho is not None:
+        from scipy.stats import spearmanr
+        ok = bool(spearmanr(rho, drops, alternative="greater").pvalue < alpha)
+    return ok
+
+def random_draws(labels, dim: int = 128, draws: int = 20, seed: int = 0) -> np.ndarray:
+    "MAP@R of `draws` sets of random unit embeddings with `labels` (their mean is `paperlib.metric.random_map_at_r`)."
+    g = torch.Generator().manual_seed(seed)
+    y = torch.as_tensor(np.asarray(labels), dtype=torch.long)
+    return np.array([map_at_r_torch(F.normalize(torch.randn(len(y), dim, generator=g), dim=1), y) for _ in range(draws)])
+
+def rule_above_random(corrupted, random) -> bool:
+    "C5: every corrupted MAP@R > its random reference (the largest of the random draws of its test set)."
+    corrupted, random = np.asarray(corrupted, float), np.asarray(random, float)
+    return bool(len(corrupted) > 0 and (corrupted > random).all())
+
+# %% ../../nbs/papers/bgaugment_background_bias.ipynb #15a37a6d
+def rule_bgaugment_wins(gain, share: float = WIN_SHARE, gain_most=None, alpha: float = ALPHA) -> bool:
+    "C6: BGAugment corrupted - base corrupted > 0 in >= `share` of the cells; with `gain_most` (five losses) also a sign test and 4/5 losses there."
+    g = np.asarray(gain, float)
+    ok = bool(len(g) > 0 and (g > 0).mean() >= share)
+    if ok and gain_most is not None:
+        from scipy.stats import binomtest
+        gm = np.asarray(gain_most, float)
+        ok = (binomtest(int((g > 0).sum()), len(g), 0.5, alternative="greater").pvalue < alpha
+              and int((gm > 0).sum()) >= losses_needed(len(gm)))
+    return bool(ok)
+
+def rule_clean_kept(delta_clean, tol: float = CLEAN_TOL) -> bool:
+    "C7: BGAugment clean - base clean >= -tol points for the losses needed."
+    d = np.asarray(delta_clean, float)
+    return bool(len(d) > 0 and int((d >= -tol).sum()) >= losses_needed(len(d)))
+
+def rule_clean_lowered(delta_clean) -> bool:
+    "C8: BGAugment clean - base clean < 0 for the losses needed."
+    d = np.asarray(delta_clean, float)
+    return bool(len(d) > 0 and int((d < 0).sum()) >= losses_needed(len(d)))
+
+def rule_gap_shrinks(drop_base, drop_bga, removed: float = GAP_REMOVED) -> bool:
+    "C9: per setting, the BGAugment drop < the base drop, or |BGAugment drop| <= `removed` points."
+    b, a = np.asarray(drop_base, float), np.asarray(drop_bga, float)
+    return bool(len(b) > 0 and ((a < b) | (np.abs(a) <= removed)).all())
+
+# %% ../../nbs/papers/bgaugment_background_bias.ipynb #5bd62a4f
+def score_tests(pairs) -> pd.DataFrame:
+    "One-sided paired Wilcoxon (BGAugment score > base score) per cell, Holm over the cells: pairs of (setting, loss, base scores, BGAugment scores)."
+    from scipy.stats import wilcoxon
+    rows = []
+    for s, l, b, a in pairs:
+        ok = np.isfinite(a) & np.isfinite(b)
+        d = a[ok] - b[ok]
+        p = float(wilcoxon(a[ok], b[ok], alternative="greater").pvalue) if np.any(d != 0) else 1.0
+        rows.append(dict(setting=s, loss=l, n=int(ok.sum()), base=float(b[ok].mean()) if ok.any() else np.nan,
+                         bgaugment=float(a[ok].mean()) if ok.any() else np.nan, p=p))
+    df = pd.DataFrame(rows, columns=["setting", "loss", "n", "base", "bgaugment", "p"])
+    df["p_holm"] = correct_pvalues(df.p.to_numpy(), "holm") if len(df) else []
+    return df
+
+def rule_scores_higher(p_holm_most, alpha: float = ALPHA) -> bool:
+    "C10: Holm-corrected p < alpha in the most biased setting for the losses needed."
+    p = np.asarray(p_holm_most, float)
+    return bool(len(p) > 0 and int((p < alpha).sum()) >= losses_needed(len(p)))
+
+def rule_score_drop_inverse(score, rel_drop, test: bool = False, alpha: float = ALPHA) -> bool:
+    "C12: Spearman(mean score, relative drop) < 0 (and one-sided p < alpha when `test`)."
+    from scipy.stats import spearmanr
+    r = spearmanr(score, rel_drop, alternative="less")
+    return bool(np.isfinite(r.statistic) and r.statistic < 0 and (not test or r.pvalue < alpha))
+
+# %% ../../nbs/papers/bgaugment_background_bias.ipynb #9492b4c6
+def table1_rows(cells: list, random_levels: dict | None = None) -> pd.DataFrame:
+    "One row per (setting, loss, mode, seed): clean and corrupted MAP@R (%), drop, relative drop, random level, training facts."
     rows = []
     for c in cells:
         cm, cs = mean_std(c.corrupted.map_at_r)
+        rnd = 100 * random_levels[c.setting] if random_levels else np.nan
         rows.append(dict(setting=c.setting, loss=c.loss, mode=c.mode, seed=c.seed, clean=100 * c.clean["map_at_r"],
                          corrupted=100 * cm, corrupted_std=100 * cs, drop=100 * (c.clean["map_at_r"] - cm),
                          rel_drop=(c.clean["map_at_r"] - cm) / c.clean["map_at_r"] if c.clean["map_at_r"] > 0 else np.nan,
+                         random=rnd, clean_x_random=100 * c.clean["map_at_r"] / rnd if rnd > 0 else np.nan,
                          clean_p_at_1=100 * c.clean["precision_at_1"], clean_r_precision=100 * c.clean["r_precision"],
-                         best_step=c.best_step, hparams=c.hparams))
+                         best_step=c.best_step, last_step=c.last_step, hparams=c.hparams))
     return pd.DataFrame(rows)
+
+def per_seed(df: pd.DataFrame, rule) -> dict:
+    "{seed: rule(rows of that seed)}: a claim's per-seed outcomes."
+    return {int(s): rule(g) for s, g in df.groupby("seed", sort=True)}
 
 # %% ../../nbs/papers/bgaugment_background_bias.ipynb #b0bd35c5
 PAPER_TABLE1 = {   # MAP@R (%): (clean, corrupted mean, corrupted std) per dataset, base and + BGAugment
