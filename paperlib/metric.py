@@ -16,8 +16,8 @@ import torch.nn.functional as F
 # %% auto #0
 __all__ = ['LOSSES', 'CLASSIFICATION_LOSSES', 'LOSS_NAMES', 'MINERS', 'RETRIEVAL_METRICS', 'METRIC_SHORT', 'check_loss',
            'is_classification_loss', 'make_loss', 'make_miner', 'accuracy_calculator', 'retrieval_metrics', 'map_at_r',
-           'r_precision', 'precision_at_1', 'map_at_r_torch', 'random_map_at_r', 'EmbeddingCNN', 'embed', 'batches',
-           'TrainResult', 'train_embedder', 'repeated_metrics', 'mean_std']
+           'r_precision', 'precision_at_1', 'map_at_r_torch', 'random_map_at_r_draws', 'random_map_at_r',
+           'EmbeddingCNN', 'embed', 'batches', 'TrainResult', 'train_embedder', 'repeated_metrics', 'mean_std']
 
 # %% ../nbs/10_metric.ipynb #a3f8d71f
 LOSSES = dict(contrastive="ContrastiveLoss", triplet="TripletMarginLoss", multi_similarity="MultiSimilarityLoss",
@@ -117,12 +117,15 @@ def map_at_r_torch(embeddings, labels, chunk: int = 1024, device=None) -> float:
     return total / int((R > 0).sum())
 
 # %% ../nbs/10_metric.ipynb #8e89fb3c
-def random_map_at_r(labels, dim: int = 128, draws: int = 20, seed: int = 0) -> float:
-    "Mean MAP@R of `draws` sets of random unit embeddings with `labels`."
+def random_map_at_r_draws(labels, dim: int = 128, draws: int = 20, seed: int = 0) -> np.ndarray:
+    "MAP@R of each of `draws` sets of random unit embeddings with `labels` (the chance level, as a sample)."
     g = torch.Generator().manual_seed(seed)
     y = _as_tensor(labels, torch.long)
-    return float(np.mean([map_at_r_torch(F.normalize(torch.randn(len(y), dim, generator=g), dim=1), y)
-                          for _ in range(draws)]))
+    return np.array([map_at_r_torch(F.normalize(torch.randn(len(y), dim, generator=g), dim=1), y) for _ in range(draws)])
+
+def random_map_at_r(labels, dim: int = 128, draws: int = 20, seed: int = 0) -> float:
+    "Mean MAP@R of `draws` sets of random unit embeddings with `labels`."
+    return float(random_map_at_r_draws(labels, dim, draws, seed).mean())
 
 # %% ../nbs/10_metric.ipynb #e943c755
 class EmbeddingCNN(nn.Module):
@@ -181,7 +184,9 @@ def train_embedder(model: nn.Module, loss: str, X, y, *, steps: int = 500, batch
                    miner_params: dict | None = None, transform=None, validate=None, val_every: int = 100, patience: int = 5, seed: int = 0, device="cpu",
                    progress: bool = True, desc: str = "train") -> TrainResult:
     "Train `model` on (X, y) with the PML loss `loss` (and `miner`); keep the best state by `validate(model)` (higher is better)."
-    from tqdm.auto import tqdm
+    # tqdm.auto in a notebook needs ipywidgets' IProgress and warns in every forked worker; plain tqdm when silent
+    if progress: from tqdm.auto import tqdm
+    else: from tqdm import tqdm
     check_loss(loss)
     X, y = _as_tensor(X), _as_tensor(y, torch.long)
     classes, y_idx = torch.unique(y, return_inverse=True)   # classification losses need labels 0..C-1

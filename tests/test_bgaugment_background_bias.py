@@ -16,9 +16,9 @@ from paperlib.papers.bgaugment_background_bias import (
     Split, DATASET_FOLDERS, BACKGROUND_FOLDER, load_cub, load_cars, load_sop, load_images, load_real_data,
     load_background_folder, check_splits, run_cell, train_cell, table1_rows, per_seed, needs_fallback,
     bgaugment_shared, make_jobs, PAPER_HPARAMS, PAPER_TABLE1, PAPER_TABLE2, loss_distance, losses_needed,
-    gate_learned, gate_control, rule_bias, rule_drop_grows, rule_above_random, random_draws, rule_bgaugment_wins, rule_clean_kept,
+    gate_learned, gate_control, rule_bias, rule_drop_grows, rule_above_random, rule_bgaugment_wins, rule_clean_kept,
     rule_clean_lowered, rule_gap_shrinks, score_tests, rule_scores_higher, rule_score_drop_inverse)
-from paperlib.metric import make_loss, LOSSES
+from paperlib.metric import make_loss, LOSSES, random_map_at_r_draws as random_draws
 
 
 # --- method ---------------------------------------------------------------------------------------------------------

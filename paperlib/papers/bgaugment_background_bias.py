@@ -15,7 +15,7 @@ import torch.nn.functional as F
 
 from ..data import DataError, DataSource, Column, read_table, fingerprint_real
 from ..metric import (LOSSES, LOSS_NAMES, check_loss, is_classification_loss, EmbeddingCNN, embed,
-                             retrieval_metrics, map_at_r, map_at_r_torch, random_map_at_r, train_embedder, mean_std)
+                             retrieval_metrics, map_at_r, map_at_r_torch, random_map_at_r, random_map_at_r_draws, train_embedder, mean_std)
 from ..stats import correct_pvalues
 
 # %% auto #0
@@ -28,7 +28,7 @@ __all__ = ['REGIMES', 'TRAIN_A', 'VAL_B', 'TEXTURES', 'B_TRAIN_PHOTOS', 'B_TEST_
            'background_bank', 'load_cub', 'load_cars', 'load_sop', 'check_splits', 'load_images', 'background_files',
            'load_background_folder', 'load_real_data', 'loss_distance', 'needs_fallback', 'Cell', 'attr_subset',
            'train_cell', 'evaluate_cell', 'run_cell', 'bgaugment_shared', 'make_jobs', 'losses_needed', 'gate_learned',
-           'gate_control', 'rule_bias', 'rule_drop_grows', 'random_draws', 'rule_above_random', 'rule_bgaugment_wins',
+           'gate_control', 'rule_bias', 'rule_drop_grows', 'rule_above_random', 'rule_bgaugment_wins',
            'rule_clean_kept', 'rule_clean_lowered', 'rule_gap_shrinks', 'score_tests', 'rule_scores_higher',
            'rule_score_drop_inverse', 'table1_rows', 'per_seed']
 
@@ -631,12 +631,6 @@ def rule_drop_grows(drops_by_setting, rho=None, drops=None, alpha: float = ALPHA
         from scipy.stats import spearmanr
         ok = bool(spearmanr(rho, drops, alternative="greater").pvalue < alpha)
     return ok
-
-def random_draws(labels, dim: int = 128, draws: int = 20, seed: int = 0) -> np.ndarray:
-    "MAP@R of `draws` sets of random unit embeddings with `labels` (their mean is `paperlib.metric.random_map_at_r`)."
-    g = torch.Generator().manual_seed(seed)
-    y = torch.as_tensor(np.asarray(labels), dtype=torch.long)
-    return np.array([map_at_r_torch(F.normalize(torch.randn(len(y), dim, generator=g), dim=1), y) for _ in range(draws)])
 
 def rule_above_random(corrupted, random) -> bool:
     "C5: every corrupted MAP@R > its random reference (the largest of the random draws of its test set)."
