@@ -27,8 +27,8 @@ __all__ = ['H', 'LEVELS', 'LEVEL_NAMES', 'METHODS', 'FOLDER', 'HOUR_COLS', 'META
            'TOUForecaster', 'tariff_branch_diagram', 'tariff_branch_error', 'pinball_loss', 'znorm_stats',
            'make_windows', 'window_sets', 'naive_window_aql', 'predict', 'window_aql', 'fit_forecaster',
            'price_options', 'gain', 'greedy_allocation', 'realized_gains', 'oracle_gains', 'method_arch',
-           'evaluate_settings', 'evaluate_setting', 'paired_table', 'margin_rule', 'bound_gates', 'sig_share',
-           'trend_rule', 'profit_rule', 'rank_vs_profit', 'all_significant']
+           'evaluate_settings', 'evaluate_setting', 'margin_rule', 'bound_gates', 'sig_share', 'trend_rule',
+           'profit_rule', 'rank_vs_profit', 'all_significant', 'paired_table']
 
 # %% ../../nbs/papers/tariff_ood.ipynb #d4c4943f
 H = 24
@@ -820,24 +820,6 @@ def evaluate_setting(data: TOUData, methods=METHODS, seed=0, recipe=None, **kw) 
     key = (seed, len(data.in_idx), "main")
     return evaluate_settings({key: data}, [(key, m) for m in methods], recipe or dict(epochs=2), **kw)
 
-# %% ../../nbs/papers/tariff_ood.ipynb #34de0e19
-def paired_table(df: pd.DataFrame, value: str, pairs: list, by: str = "k", unit=("window",), family=None,
-                 alternative="less") -> pd.DataFrame:
-    "One-sided Wilcoxon of value[a] - value[b] per `by` for each (a, b) in `pairs`, Holm-corrected across `by` per pair."
-    rows = []
-    for a, b in pairs:
-        for kv, g in df.groupby(by):
-            w = g.set_index([*unit, "method"])[value].unstack("method")          # windows x methods (pivot_table is 10x slower)
-            if a not in w or b not in w: continue
-            diff = (w[a] - w[b]).to_numpy()
-            stat, p = paired_diff_test(diff, "wilcoxon", alternative)
-            rows.append({"family": family, "comparison": f"{a} {'<' if alternative == 'less' else '>'} {b}", by: kv,
-                         "n": len(diff), f"mean_{a}": w[a].mean(), f"mean_{b}": w[b].mean(), "mean_diff": diff.mean(),
-                         "W": stat, "p": p})
-    out = pd.DataFrame(rows)
-    if len(out): out["p_holm"] = out.groupby("comparison").p.transform(lambda p: correct_pvalues(p.to_numpy(), "holm"))
-    return out
-
 # %% ../../nbs/papers/tariff_ood.ipynb #a6fe378f
 def margin_rule(values: dict, reference: float, margin: float) -> list:
     "The keys of `values` {name: AQL} not at least `margin` (a fraction) below `reference`; [] when the rule holds."
@@ -887,3 +869,21 @@ def rank_vs_profit(best_ood: dict, most_profitable: dict, target: str = "Att.+PE
 def all_significant(p: dict, alpha: float = 0.05) -> bool:
     "Whether every p-value of `p` {name: p} is below `alpha` (False when there is none)."
     return bool(p) and all(np.isfinite(v) and v < alpha for v in p.values())
+
+# %% ../../nbs/papers/tariff_ood.ipynb #34de0e19
+def paired_table(df: pd.DataFrame, value: str, pairs: list, by: str = "k", unit=("window",), family=None,
+                 alternative="less") -> pd.DataFrame:
+    "One-sided Wilcoxon of value[a] - value[b] per `by` for each (a, b) in `pairs`, Holm-corrected across `by` per pair."
+    rows = []
+    for a, b in pairs:
+        for kv, g in df.groupby(by):
+            w = g.set_index([*unit, "method"])[value].unstack("method")          # windows x methods (pivot_table is 10x slower)
+            if a not in w or b not in w: continue
+            diff = (w[a] - w[b]).to_numpy()
+            stat, p = paired_diff_test(diff, "wilcoxon", alternative)
+            rows.append({"family": family, "comparison": f"{a} {'<' if alternative == 'less' else '>'} {b}", by: kv,
+                         "n": len(diff), f"mean_{a}": w[a].mean(), f"mean_{b}": w[b].mean(), "mean_diff": diff.mean(),
+                         "W": stat, "p": p})
+    out = pd.DataFrame(rows)
+    if len(out): out["p_holm"] = out.groupby("comparison").p.transform(lambda p: correct_pvalues(p.to_numpy(), "holm"))
+    return out
