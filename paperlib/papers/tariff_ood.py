@@ -14,19 +14,21 @@ import torch
 from torch import nn
 from scipy import stats as sps
 
-from ..core import torch_threads, parallel_map
-from ..data import Column, Layout, DataError, load_real_tables, register_layout
+from ..core import parallel_map
+from ..data import Column, Layout, DataError, DataSource, read_table, read_index, fingerprint_real, register_layout
 from ..stats import correct_pvalues, paired_diff_test
 
 # %% auto #0
-__all__ = ['H', 'LEVELS', 'LEVEL_NAMES', 'METHODS', 'HOUR_COLS', 'POWERTAC_LAYOUTS', 'COUNTERFACTUAL_LAYOUT', 'TABLE1_SETS',
-           'EVAL_TAUS', 'INPUTS', 'level_entropy', 'TOUData', 'load_powertac', 'write_powertac_csv', 'TOUSimConfig',
-           'TOUSim', 't_in', 't_out', 'policy_alloc', 'flat_price_load', 'tousim_data', 'box_diagram', 'DCNN',
-           'attention', 'PermEquivariant', 'equivariance_error', 'is_permutation_equivariant', 'cat_embedding',
-           'IQNEmbedding', 'TOUForecaster', 'tariff_branch_diagram', 'pinball_loss', 'znorm_stats', 'make_windows',
-           'window_sets', 'predict', 'window_aql', 'fit_forecaster', 'price_options', 'gain', 'greedy_allocation',
-           'realized_gains', 'oracle_gains', 'evaluate_settings', 'evaluate_setting', 'tariff_branch_error',
-           'paired_table']
+__all__ = ['H', 'LEVELS', 'LEVEL_NAMES', 'METHODS', 'FOLDER', 'HOUR_COLS', 'META_COLS', 'POWERTAC_LAYOUTS',
+           'COUNTERFACTUAL_LAYOUT', 'TABLE1_SETS', 'EQUIVARIANT', 'EVAL_TAUS', 'INPUTS', 'SCHEDULES', 'VARIANTS',
+           'NAMES', 'level_entropy', 'TOUData', 'load_powertac', 'write_powertac_csv', 'TOUSimConfig', 'TOUSim', 't_in',
+           't_out', 'policy_alloc', 'flat_price_load', 'tousim_data', 'counterfactual_locality', 'DCNN', 'attention',
+           'PermEquivariant', 'equivariance_error', 'is_permutation_equivariant', 'cat_embedding', 'IQNEmbedding',
+           'TOUForecaster', 'tariff_branch_diagram', 'tariff_branch_error', 'pinball_loss', 'znorm_stats',
+           'make_windows', 'window_sets', 'naive_window_aql', 'predict', 'window_aql', 'fit_forecaster',
+           'price_options', 'gain', 'greedy_allocation', 'realized_gains', 'oracle_gains', 'method_arch',
+           'evaluate_settings', 'evaluate_setting', 'margin_rule', 'bound_gates', 'sig_share', 'trend_rule',
+           'profit_rule', 'rank_vs_profit', 'all_significant', 'paired_table']
 
 # %% ../../nbs/papers/tariff_ood.ipynb #d4c4943f
 H = 24
@@ -42,27 +44,41 @@ def level_entropy(profiles) -> np.ndarray:
         return -np.nansum(np.where(freq > 0, freq * np.log(freq), 0.0), 1)
 
 # %% ../../nbs/papers/tariff_ood.ipynb #4a015b40
+FOLDER = "powertac"
 HOUR_COLS = [f"h{h:02d}" for h in range(H)]
+# consumer_meta.csv column -> (TOUSim's name for the attribute, kind): Table 1's rows
+META_COLS = dict(sub_consumers=("n_sub", "int"), working_days=("work_days", "int"), work_start=("start", "int"),
+                 break_start=("brk", "int"), work_duration=("duration", "int"), shiftable_kw=("shift_kW", "float"))
+
+def _layout(name, description, columns, index, **kw) -> Layout:
+    return register_layout("tariff_ood", Layout(name, description, columns, index=index, folder=FOLDER, **kw))
+
 POWERTAC_LAYOUTS = [
-    Layout("consumption", "hourly consumption of each consumer", [
-        Column("timestamp", doc="hour start, ISO 8601 (e.g. 2021-01-04 13:00)"), Column("consumer_id"),
-        Column("kwh", kind="float", doc="energy in that hour")], index="consumption.csv", key="consumer_id"),
-    Layout("tariff_allocations", "the profile each consumer had on each day", [
-        Column("date", doc="YYYY-MM-DD"), Column("consumer_id"), Column("profile_id")], index="tariff_allocations.csv",
-        key="consumer_id"),
-    Layout("profiles", "the tariff profiles: T_in (split in) and T_out (split out)", [
-        Column("profile_id"), Column("split", ("in", "out")), *[Column(c, kind="float", doc="rate") for c in HOUR_COLS]],
-        index="profiles.csv", key="profile_id"),
-    Layout("weather", "optional hourly weather (not used by the forecasters)", [
-        Column("timestamp"), Column("temperature", kind="float")], index="weather.csv", required=False),
-    Layout("consumer_meta", "optional consumer attributes (Table 1)", [Column("consumer_id")],
-           index="consumer_meta.csv", key="consumer_id", required=False),
+    _layout("consumption", "hourly consumption of each consumer", [
+        Column("timestamp", kind="timestamp", doc="start of the hour, ISO 8601 (e.g. 2021-01-04 13:00)"),
+        Column("consumer_id", doc="any text"), Column("kwh", kind="float", doc="energy in that hour, finite and >= 0")],
+        "consumption.csv", key="consumer_id", unique=(("consumer_id", "timestamp"),)),
+    _layout("tariff_allocations", "the profile each consumer had on each day", [
+        Column("date", kind="timestamp", doc="the day, YYYY-MM-DD"), Column("consumer_id", doc="a consumer of consumption.csv"),
+        Column("profile_id", doc="a profile of profiles.csv")], "tariff_allocations.csv", key="consumer_id",
+        unique=(("consumer_id", "date"),)),
+    _layout("profiles", "the tariff profiles: T_in (split in) and T_out (split out)", [
+        Column("profile_id"), Column("split", ("in", "out")),
+        *[Column(c, kind="float", doc=f"rate of hour {h}") for h, c in enumerate(HOUR_COLS)]],
+        "profiles.csv", key="profile_id", unique=("profile_id",)),
+    _layout("weather", "optional hourly weather (validated; the forecasters do not use it)", [
+        Column("timestamp", kind="timestamp"), Column("temperature", kind="float")], "weather.csv", required=False,
+        unique=("timestamp",)),
+    _layout("consumer_meta", "optional consumer attributes, the rows of Table 1 (an empty cell is an unknown value)", [
+        Column("consumer_id", doc="a consumer of consumption.csv"),
+        *[Column(c, kind=k, allow_empty=True, doc=f"Table 1: {c.replace('_', ' ')}") for c, (_, k) in META_COLS.items()]],
+        "consumer_meta.csv", key="consumer_id", required=False, unique=("consumer_id",)),
 ]
-for _l in POWERTAC_LAYOUTS: register_layout("tariff_ood", _l)
-COUNTERFACTUAL_LAYOUT = register_layout("tariff_ood", Layout(
-    "counterfactual", "test-month consumption of every consumer under every T_all profile (PowerTAC re-run with "
-    "forced allocations); every counterfactual/*.csv", [Column("timestamp"), Column("consumer_id"),
-    Column("kwh", kind="float"), Column("profile_id")], index="counterfactual/*.csv", key="consumer_id", required=False))
+COUNTERFACTUAL_LAYOUT = _layout(
+    "counterfactual", "test-month consumption of every consumer under every T_all profile (PowerTAC re-run with forced "
+    "allocations); every counterfactual/*.csv", [Column("timestamp", kind="timestamp"), Column("consumer_id"),
+    Column("kwh", kind="float"), Column("profile_id")], "counterfactual/*.csv", key="consumer_id", required=False,
+    unique=(("profile_id", "consumer_id", "timestamp"),))
 
 # %% ../../nbs/papers/tariff_ood.ipynb #084b237f
 @dataclass
@@ -82,103 +98,154 @@ class TOUData:
     shift_into: np.ndarray | None = None   # (C, D, 24) 1 where Type-II load was shifted into the hour (oracle UB)
     E_cf: np.ndarray | None = None         # (C, n_test, P, 24) counterfactual test consumption, NaN where absent
     shift_cf: np.ndarray | None = None     # (C, n_test, P, 24) oracle flags of the counterfactuals
-    meta: pd.DataFrame | None = None
+    meta: pd.DataFrame | None = None       # consumer attributes (consumer_id + Table 1 columns)
     price_load: np.ndarray | None = None   # (2, 24) system mean load per day type (0 workday, 1 weekend) for prices
+    pref: np.ndarray | None = None         # (C, D) first hour of the preferred Type-II block (simulator only)
 
     @property
     def n_days(self): return self.E.shape[1]
     @property
     def test_days(self): return np.arange(self.split[1], self.n_days)
 
-def _hour_columns_check(path: Path):
-    header = [h.strip() for h in path.read_text(encoding="utf-8").splitlines()[0].split(",")] if path.exists() else []
-    hours = [h for h in header if len(h) >= 2 and h[0] == "h" and h[1:].isdigit()]
-    if header and hours != HOUR_COLS:
-        raise DataError(f"{path}: a profile has 24 hourly rates h00 ... h23, but the header has {len(hours)} hour "
-                        f"column(s) ({', '.join(hours[:3])} ... {', '.join(hours[-2:])})")
+def _where(path, df: pd.DataFrame, i: int, key: str | None = None) -> str:
+    "'<file>, row <line> (<key> <value>)' for row i of a table read by `read_table`."
+    return f"{path}, row {df.attrs['lines'][i]}" + (f" ({key} {str(df[key].iloc[i])!r})" if key else "")
 
-def _hourly_matrix(df: pd.DataFrame, file: str, consumers=None, days=None):
-    "(consumers, days, E (C, D, 24)) from long hourly rows; gaps name the consumer and the first missing hour."
-    df = df.copy()
-    try: df["ts"] = pd.to_datetime(df.timestamp)
-    except (ValueError, TypeError) as e: raise DataError(f"{file}: a timestamp cannot be parsed ({e})") from None
+def _check_rows(path, df: pd.DataFrame, bad, column: str, what: str, key: str | None = None):
+    "A DataError naming file, row and column at the first row where `bad` holds."
+    bad = np.asarray(bad, bool)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise DataError(f"{_where(path, df, i, key)}, column {column!r}: {str(df[column].iloc[i])!r} {what}")
+
+def _hour_columns_check(path: Path):
+    "profiles.csv must have exactly the hour columns h00 ... h23 (missing, extra or misnumbered hours are named)."
+    import csv
+    try: first = path.read_text(encoding="utf-8-sig").splitlines()[:1]
+    except (OSError, UnicodeDecodeError): return                  # read_table reports these with the row
+    if not first: return
+    header = [h.strip() for h in next(csv.reader(first))]
+    hours = [h for h in header if len(h) >= 2 and h[0] == "h" and h[1:].isdigit()]
+    if hours != HOUR_COLS:
+        shown = f"{', '.join(hours[:3])} ... {', '.join(hours[-2:])}" if len(hours) > 5 else ", ".join(hours)
+        raise DataError(f"{path}, row 1 (header): a profile has 24 hourly rates h00 ... h23, but the header has "
+                        f"{len(hours)} hour column(s) ({shown})")
+
+def _read_hourly(path: Path, layout: Layout) -> pd.DataFrame:
+    "A consumption-like table: timestamps at the start of an hour, finite non-negative energies."
+    df = read_index(path, layout)
+    _check_rows(path, df, df.timestamp != df.timestamp.dt.floor("h"), "timestamp", "is not the start of an hour", "consumer_id")
+    _check_rows(path, df, ~np.isfinite(df.kwh.to_numpy(float)) | (df.kwh.to_numpy(float) < 0), "kwh",
+                "is not a finite energy >= 0", "consumer_id")
+    return df
+
+def _hourly_matrix(df: pd.DataFrame, where: str, consumers=None, days=None):
+    "(consumers, days, E (C, D, 24)) from long hourly rows; a gap names the consumer and the first missing hour."
     out, spans = {}, {}
     for cid, g in df.groupby("consumer_id", sort=False):
-        g = g.sort_values("ts")
-        dup = g.ts[g.ts.duplicated()]
-        if len(dup): raise DataError(f"{file}: consumer {cid!r} has two rows for {dup.iloc[0]}")
-        first = g.ts.iloc[0].normalize() if days is None else days[0]
-        last = g.ts.iloc[-1].normalize() + pd.Timedelta(hours=23) if days is None else days[-1] + pd.Timedelta(hours=23)
+        ts = pd.DatetimeIndex(g.timestamp).sort_values()
+        first = ts[0].normalize() if days is None else days[0]
+        last = (ts[-1].normalize() if days is None else days[-1]) + pd.Timedelta(hours=23)
         full = pd.date_range(first, last, freq="h")
-        missing = full.difference(pd.DatetimeIndex(g.ts))
+        missing = full.difference(ts)
         if len(missing):
-            raise DataError(f"{file}: consumer {cid!r} has gaps in its hourly series; first missing timestamp "
+            raise DataError(f"{where}: consumer {cid!r} has gaps in its hourly series; first missing timestamp "
                             f"{missing[0]} ({len(missing)} hour(s) missing between {full[0]} and {full[-1]})")
-        out[cid] = g.set_index("ts").kwh.reindex(full).to_numpy().reshape(-1, H)
+        out[cid] = g.set_index("timestamp").kwh.reindex(full).to_numpy(float).reshape(-1, H)
         spans[cid] = (first, last)
     ids = list(out) if consumers is None else list(consumers)
+    for cid in ids:
+        if cid not in out: raise DataError(f"{where}: consumer {cid!r} has no rows")
     ref = spans[ids[0]]
     for cid in ids:
-        if cid not in out: raise DataError(f"{file}: consumer {cid!r} has no rows")
         if spans[cid] != ref:
-            raise DataError(f"{file}: consumer {cid!r} covers {spans[cid][0].date()} to {spans[cid][1].date()}, "
+            raise DataError(f"{where}: consumer {cid!r} covers {spans[cid][0].date()} to {spans[cid][1].date()}, "
                             f"but {ids[0]!r} covers {ref[0].date()} to {ref[1].date()}; every consumer needs the same days")
     return ids, pd.date_range(ref[0], ref[1].normalize(), freq="D"), np.stack([out[c] for c in ids])
 
+def _counterfactuals(root: Path, pid: dict, consumers: list, test_days, n_profiles: int):
+    "(files, E_cf (C, T, P, 24) with NaN where a profile has no counterfactual) from counterfactual/*.csv."
+    files = sorted((root / "counterfactual").glob("*.csv")) if (root / "counterfactual").is_dir() else []
+    if not files: return [], None
+    parts = []
+    for f in files:
+        df = _read_hourly(f, COUNTERFACTUAL_LAYOUT)
+        _check_rows(f, df, ~df.profile_id.isin(list(pid)), "profile_id", "is not a profile_id of profiles.csv", "consumer_id")
+        _check_rows(f, df, ~df.consumer_id.isin(consumers), "consumer_id", "has no rows in consumption.csv")
+        parts.append(df.assign(file=str(f), line=df.attrs["lines"]))
+    cf = pd.concat(parts, ignore_index=True)
+    dup = cf.duplicated(["profile_id", "consumer_id", "timestamp"], keep="first").to_numpy()
+    if dup.any():                                                      # the same hour in two files
+        r = cf.iloc[int(np.argmax(dup))]
+        o = cf[(cf.profile_id == r.profile_id) & (cf.consumer_id == r.consumer_id) & (cf.timestamp == r.timestamp)].iloc[0]
+        raise DataError(f"{r.file}, row {r.line}, columns 'profile_id' + 'consumer_id' + 'timestamp': "
+                        f"{r.profile_id!r}, {r.consumer_id!r}, '{r.timestamp}' repeats {o.file} row {o.line}")
+    E_cf = np.full((len(consumers), len(test_days), n_profiles, H), np.nan)
+    cf = cf[cf.timestamp >= test_days[0]]
+    for p, g in cf.groupby("profile_id", sort=False):
+        _, _, M = _hourly_matrix(g, f"{root / 'counterfactual'} (profile {p!r})", consumers, test_days)
+        E_cf[:, :, pid[p]] = M
+    return files, E_cf
+
 def load_powertac(root, split_frac=(4 / 6, 5 / 6)) -> tuple:
-    "(DataSource, TOUData) of a PowerTAC CSV export under `root`; DataError naming the file, row, profile or consumer."
+    "(DataSource, TOUData) of a PowerTAC CSV export in folder `root`; a DataError names the file, row and column."
     root = Path(root)
+    if not root.is_dir():
+        raise DataError(f"data folder {root} does not exist (a PowerTAC export needs consumption.csv, "
+                        "tariff_allocations.csv and profiles.csv)")
     _hour_columns_check(root / "profiles.csv")
-    src, t = load_real_tables(root, "PowerTAC CSV export", "PowerTAC Office Complex Controllable consumers "
-                              "(consumption, tariff allocations, profiles)", POWERTAC_LAYOUTS)
+    read = [l for l in POWERTAC_LAYOUTS if l.required or (root / l.index).exists()]
+    t = {l.name: _read_hourly(root / l.index, l) if l.name == "consumption" else read_index(root / l.index, l) for l in read}
+    path = {l.name: root / l.index for l in read}
     prof = t["profiles"]
-    dup = prof.profile_id[prof.profile_id.duplicated()]
-    if len(dup): raise DataError(f"{root / 'profiles.csv'}: profile {dup.iloc[0]!r} is listed twice")
-    bad = [(r.profile_id, v) for r in prof.itertuples() for v in (getattr(r, c) for c in HOUR_COLS) if not np.isfinite(v)]
-    if bad: raise DataError(f"{root / 'profiles.csv'}: profile {bad[0][0]!r} has a non-finite rate {bad[0][1]}")
+    for c in HOUR_COLS:
+        _check_rows(path["profiles"], prof, ~np.isfinite(prof[c].to_numpy(float)), c, "is not a finite rate", "profile_id")
+    if not (prof.split == "in").any():
+        raise DataError(f"{path['profiles']}: no profile has split 'in'; the history's profiles T_in are needed")
     pid = {p: i for i, p in enumerate(prof.profile_id)}
-    consumers, days, E = _hourly_matrix(t["consumption"], str(root / "consumption.csv"))
+    consumers, days, E = _hourly_matrix(t["consumption"], str(path["consumption"]))
     al = t["tariff_allocations"]
-    for i, r in enumerate(al.itertuples(), start=2):
-        if r.profile_id not in pid:
-            raise DataError(f"{root / 'tariff_allocations.csv'}, row {i} (consumer_id {r.consumer_id!r}): profile "
-                            f"{r.profile_id!r} is not in profiles.csv")
-    al = al.assign(d=pd.to_datetime(al.date).dt.normalize())
-    key = {(r.consumer_id, r.d): pid[r.profile_id] for r in al.itertuples()}
+    _check_rows(path["tariff_allocations"], al, ~al.profile_id.isin(list(pid)), "profile_id",
+                "is not a profile_id of profiles.csv", "consumer_id")
+    _check_rows(path["tariff_allocations"], al, ~al.consumer_id.isin(consumers), "consumer_id", "has no rows in consumption.csv")
+    _check_rows(path["tariff_allocations"], al, al.date != al.date.dt.normalize(), "date", "is not a date (it has a time of day)",
+                "consumer_id")
+    key = {(c, d): pid[p] for c, d, p in zip(al.consumer_id, al.date, al.profile_id)}
     alloc = np.full(E.shape[:2], -1)
     for ci, c in enumerate(consumers):
         for di, d in enumerate(days):
             if (c, d) not in key:
-                raise DataError(f"{root / 'tariff_allocations.csv'}: consumer {c!r} has no allocation for {d.date()}")
+                raise DataError(f"{path['tariff_allocations']}: consumer {c!r} has no allocation for {d.date()}")
             alloc[ci, di] = key[(c, d)]
+    meta = None
+    if "consumer_meta" in t:
+        m = t["consumer_meta"]
+        _check_rows(path["consumer_meta"], m, ~m.consumer_id.isin(consumers), "consumer_id", "has no rows in consumption.csv")
+        meta = pd.DataFrame({"consumer_id": consumers}).merge(
+            m.rename(columns={c: n for c, (n, _) in META_COLS.items()}), on="consumer_id", how="left")
     D = len(days)
     split = (int(D * split_frac[0]), int(D * split_frac[1]))
+    if split[0] <= 7 or split[1] <= split[0] or split[1] >= D:
+        raise DataError(f"{path['consumption']}: {D} days are too few for a week of history, training, validation "
+                        "and test days")
     P = prof[HOUR_COLS].to_numpy(float)
-    E_cf = None
-    cf_files = sorted((root / "counterfactual").glob("*.csv")) if (root / "counterfactual").is_dir() else []
-    if cf_files:
-        from paperlib.data import read_index
-        cf = pd.concat([read_index(f, COUNTERFACTUAL_LAYOUT) for f in cf_files], ignore_index=True)
-        test_days = days[split[1]:]
-        E_cf = np.full((len(consumers), len(test_days), len(P), H), np.nan)
-        for p, g in cf.groupby("profile_id"):
-            if p not in pid: raise DataError(f"{root / 'counterfactual'}: profile {p!r} is not in profiles.csv")
-            g = g.assign(ts=pd.to_datetime(g.timestamp))
-            g = g[g.ts >= test_days[0]]
-            ids, _, M = _hourly_matrix(g, f"{root / 'counterfactual'} (profile {p!r})", consumers, test_days)
-            E_cf[:, :, pid[p]] = M
-        src.params["tables"]["counterfactual"] = len(cf)
-    meta = t.get("consumer_meta")
+    cf_files, E_cf = _counterfactuals(root, pid, consumers, days[split[1]:], len(P))
     wd = np.asarray(days.day_of_week < 5)
     price_load = np.stack([E[:, wd].mean((0, 1)), E[:, ~wd].mean((0, 1)) if (~wd).any() else E[:, wd].mean((0, 1))])
+    files = [l.index for l in read] + [f.relative_to(root) for f in cf_files]
+    src = DataSource("real", "PowerTAC CSV export", "PowerTAC Office Complex Controllable consumers (consumption, "
+                     "tariff allocations, profiles" + (", counterfactuals" if cf_files else "") + ")",
+                     fingerprint_real(root, files), str(root),
+                     dict(tables={k: len(v) for k, v in t.items()}, files=[Path(f).as_posix() for f in files]))
     data = TOUData("PowerTAC", consumers, E, alloc, P, list(prof.profile_id),
                    np.flatnonzero(prof.split.to_numpy() == "in"), np.flatnonzero(prof.split.to_numpy() == "out"),
                    np.asarray(days.day_of_week), np.asarray(days.month) - 1, split, None, E_cf, None, meta, price_load)
     return src, data
 
 # %% ../../nbs/papers/tariff_ood.ipynb #507e9615
-def write_powertac_csv(root, n_consumers=2, n_days=21, n_in=3, n_out=2, counterfactual=True, seed=0) -> Path:
-    "A tiny PowerTAC CSV export in the documented layout (for tests and the docs)."
+def write_powertac_csv(root, n_consumers=2, n_days=21, n_in=3, n_out=2, counterfactual=True, meta=True, weather=True,
+                       seed=0) -> Path:
+    "A tiny PowerTAC CSV export in the documented layout, in folder `root` (for tests and the docs)."
     root = Path(root); root.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
     ts = pd.date_range("2021-01-04", periods=n_days * H, freq="h")
@@ -190,6 +257,14 @@ def write_powertac_csv(root, n_consumers=2, n_days=21, n_in=3, n_out=2, counterf
     days = pd.date_range("2021-01-04", periods=n_days, freq="D")
     pd.DataFrame([dict(date=str(d.date()), consumer_id=f"c{c}", profile_id=f"P{rng.integers(n_in)}")
                   for c in range(n_consumers) for d in days]).to_csv(root / "tariff_allocations.csv", index=False)
+    if meta:
+        pd.DataFrame([dict(consumer_id=f"c{c}", sub_consumers=(3, 5)[c % 2], working_days=(3, 4)[c % 2],
+                           work_start=(8, 9, 10)[c % 3], break_start=(13, 14)[c % 2], work_duration=8,
+                           shiftable_kw=(600.0, 2400.0)[c % 2]) for c in range(n_consumers)]
+                     ).to_csv(root / "consumer_meta.csv", index=False)
+    if weather:
+        pd.DataFrame(dict(timestamp=[str(t) for t in ts], temperature=np.round(15 + 5 * rng.standard_normal(len(ts)), 2))
+                     ).to_csv(root / "weather.csv", index=False)
     if counterfactual:
         (root / "counterfactual").mkdir(exist_ok=True)
         test0 = int(n_days * 5 / 6)
@@ -203,7 +278,7 @@ TABLE1_SETS = dict(n_sub=(3, 5), work_days=(3, 4), start=(8, 9, 10), brk=(13, 14
 
 @dataclass(frozen=True)
 class TOUSimConfig:
-    "TOUSim's knobs (spec 6.1)."
+    "TOUSim's knobs."
     n_consumers: int = 12
     n_days: int = 180
     block: int = 2                     # L, hours of the Type-II block
@@ -363,23 +438,19 @@ def tousim_data(sim: TOUSim, k: int, n_out_eval: int | None = None) -> TOUData:
     ids = [f"in{i:02d}" for i in range(k)] + [f"out{i:02d}" for i in range(len(Tout))]
     return TOUData(f"TOUSim |T_in|={k}", list(sim.consumers.consumer_id), E.reshape(C, D, H), alloc, profiles, ids,
                    np.arange(k), np.arange(k, P), sim.dow, sim.moy, cfg.split, flag.reshape(C, D, H),
-                   Ecf.reshape(C, n_t, P, H), fcf.reshape(C, n_t, P, H), sim.consumers, flat_price_load(sim))
+                   Ecf.reshape(C, n_t, P, H), fcf.reshape(C, n_t, P, H), sim.consumers, flat_price_load(sim), sim.pref)
 
-# %% ../../nbs/papers/tariff_ood.ipynb #53fbb21b
-def box_diagram(nodes: dict, edges: list, ax=None, title=None, colors=None):
-    "Boxes at `nodes` {label: (x, y)} with arrows `edges` [(a, b)]: Figs. 2a and 3-5."
-    import matplotlib.pyplot as plt
-    if ax is None: _, ax = plt.subplots(figsize=(8, 4))
-    ax.set_axis_off()
-    boxes = {n: ax.text(x, y, n, ha="center", va="center", fontsize=8, bbox=dict(boxstyle="round,pad=0.4",
-                        fc=(colors or {}).get(n, "#dbe9f6"), ec="#555")) for n, (x, y) in nodes.items()}
-    for a, b in edges:   # clipped to the two boxes, so an arrow runs edge to edge whatever the label's size
-        ax.annotate("", xy=nodes[b], xytext=nodes[a], arrowprops=dict(arrowstyle="->", color="#444", shrinkA=1, shrinkB=1,
-                    patchA=boxes[a].get_bbox_patch(), patchB=boxes[b].get_bbox_patch()))
-    xs, ys = zip(*nodes.values())
-    ax.set(xlim=(min(xs) - 0.8, max(xs) + 0.8), ylim=(min(ys) - 0.6, max(ys) + 0.6))
-    if title: ax.set_title(title, fontsize=9)
-    return ax
+# %% ../../nbs/papers/tariff_ood.ipynb #9b062305
+def counterfactual_locality(E_cf, shift_cf, alloc, pref, block=2, rtol=1e-9) -> tuple:
+    "(windows checked, windows that break locality) of counterfactuals E_cf (C, T, P, 24) against the allocated profile's day `alloc` (C, T)."
+    ref = np.take_along_axis(E_cf, alloc[:, :, None, None], 2)                       # (C, T, 1, 24)
+    fref = np.take_along_axis(shift_cf, alloc[:, :, None, None], 2)
+    hours = np.arange(H)
+    touched = ((hours >= pref[..., None]) & (hours < pref[..., None] + block))[:, :, None] | (shift_cf > 0) | (fref > 0)
+    diff = E_cf - ref
+    scale = np.abs(ref).sum(-1) + 1.0
+    bad = (np.abs(np.where(touched, 0.0, diff)).max(-1) > rtol * scale) | (np.abs(diff.sum(-1)) > rtol * scale)
+    return int(bad.size), int(bad.sum())
 
 # %% ../../nbs/papers/tariff_ood.ipynb #e72ef85a
 class DCNN(nn.Module):
@@ -479,16 +550,16 @@ class TOUForecaster(nn.Module):
         kv = torch.cat([x, hod], -1) if self.kv_use_hod else x                        # Att.+PE, UB
         return attention(self.pe_out(self.pe(x)), self.fk(kv), self.fv(kv))
 
-    def represent(self, hist, fut, flag, dow, moy):
-        "z (n, 24, 35) = [dcnn; exog; hod; dow; moy] per output hour."
-        n = len(hist)
+    def represent(self, hist, fut, flag, dow, moy, feat=None):
+        "z (n, 24, 35) = [dcnn; exog; hod; dow; moy] per output hour (`feat`: the DCNN features, when already computed)."
+        n = len(fut)
         cal = [self.hod(self.eye24).expand(n, H, -1), self.dow(self.eye7[dow])[:, None].expand(n, H, -1),
                self.moy(self.eye12[moy])[:, None].expand(n, H, -1)]
-        return torch.cat([self.dcnn(hist), self.exog(fut, flag), *cal], -1)
+        return torch.cat([self.dcnn(hist) if feat is None else feat, self.exog(fut, flag), *cal], -1)
 
-    def forward(self, hist, fut, flag, dow, moy, tau):
+    def forward(self, hist, fut, flag, dow, moy, tau, feat=None):
         "Quantile forecasts (n, n_tau, 24) at levels `tau` (n, n_tau)."
-        z = self.represent(hist, fut, flag, dow, moy)
+        z = self.represent(hist, fut, flag, dow, moy, feat)
         return self.head(z[:, None] * self.iqn(tau)[:, :, None]).squeeze(-1)
 
     def l2(self): return self.dcnn.l2()
@@ -524,6 +595,14 @@ def tariff_branch_diagram(model: TOUForecaster) -> tuple:
     edges += [(x, q), (x, kv), (q, att), (kv, att), (att, out)]
     if model.kv_use_hod: nodes[hod] = (2, -1.4); edges.append((hod, kv))
     return nodes, edges
+
+# %% ../../nbs/papers/tariff_ood.ipynb #da2d2e7c
+EQUIVARIANT = {"NoX": True, "Ind.": True, "FC": False, "PE": True, "Att.": False, "Att.-HOD": True, "Att.+PE": True, "UB": True}
+
+def tariff_branch_error(model: TOUForecaster, fut, flag=None, n_perms=5, seed=0) -> float:
+    "equivariance_error of the tariff branch of `model` over permutations of the 24 hourly tokens (UB: tariffs and flags together)."
+    x = torch.stack([fut, torch.zeros_like(fut) if flag is None else flag], -1)    # (n, 24, 2): one token per hour
+    return equivariance_error(lambda x: model.exog(x[..., 0], x[..., 1]), x, n_perms, dim=-2, seed=seed)
 
 # %% ../../nbs/papers/tariff_ood.ipynb #de49e598
 EVAL_TAUS = (0.1, 0.5, 0.9)
@@ -584,16 +663,27 @@ def window_sets(data: TOUData, n_out_eval=None) -> dict:
     return sets
 
 # %% ../../nbs/papers/tariff_ood.ipynb #85276e8a
+def naive_window_aql(data: TOUData, w: dict, mu, sd) -> np.ndarray:
+    "AQL (z scale) of every window of `w` for the seasonal-naive forecast: the same consumer and hour 7 days earlier."
+    prev = (data.E[w["c"], w["d"] - 7] - mu[w["c"], None]) / sd[w["c"], None]
+    pred = torch.tensor(prev, dtype=torch.float32)[:, None].expand(-1, len(EVAL_TAUS), -1)
+    return pinball_loss(w["y"], pred, torch.tensor(EVAL_TAUS).expand(len(pred), -1), reduce=False).numpy().astype(np.float64)
+
+# %% ../../nbs/papers/tariff_ood.ipynb #791e0212
 INPUTS = ("hist", "fut", "flag", "dow", "moy")
 
 @torch.no_grad()
 def predict(model, w, taus=EVAL_TAUS, device="cpu", batch=4096):
-    "Quantile forecasts (n, len(taus), 24) of windows `w`."
+    "Quantile forecasts (n, len(taus), 24) of windows `w`; the DCNN features are computed once per (consumer, day)."
     model.eval()
+    _, first, inv = np.unique(np.asarray(w["c"]) * 100_003 + np.asarray(w["d"]), return_index=True, return_inverse=True)
+    feat = torch.cat([model.dcnn(w["hist"][first[i:i + batch]].to(device)) for i in range(0, len(first), batch)])
+    inv = torch.as_tensor(inv.ravel())
     out = []
     for i in range(0, len(w["y"]), batch):
         b = {k: w[k][i:i + batch].to(device) for k in INPUTS}
-        out.append(model(**b, tau=torch.tensor(taus, device=device).expand(len(b["hist"]), -1)).cpu())
+        tau = torch.tensor(taus, device=device).expand(len(b["hist"]), -1)
+        out.append(model(**b, tau=tau, feat=feat[inv[i:i + batch].to(device)]).cpu())
     return torch.cat(out)
 
 def window_aql(model, w, device="cpu") -> np.ndarray:
@@ -601,27 +691,30 @@ def window_aql(model, w, device="cpu") -> np.ndarray:
     pred = predict(model, w, device=device)
     return pinball_loss(w["y"], pred, torch.tensor(EVAL_TAUS).expand(len(pred), -1), reduce=False).numpy().astype(np.float64)
 
-def fit_forecaster(method, train, val, epochs=30, batch=64, lr=1e-3, n_tau=8, l2=1e-3, seed=0, device="cpu", threads=1, **model_kw):
-    "Train one forecaster (with `threads` torch threads); return it at its best epoch by IID validation AQL, and the per-epoch history."
-    with torch_threads(threads if device == "cpu" else None):
-        return _fit(method, train, val, epochs, batch, lr, n_tau, l2, seed, device, **model_kw)
+SCHEDULES = ("constant", "one-cycle")
 
-def _fit(method, train, val, epochs, batch, lr, n_tau, l2, seed, device, **model_kw):
+def fit_forecaster(method, train, val, epochs=30, batch=64, lr=1e-3, n_tau=8, l2=1e-3, seed=0, device="cpu",
+                   schedule="constant", **model_kw):
+    "Train one forecaster; return it at its best epoch by IID validation AQL, and the per-epoch validation AQL."
+    if schedule not in SCHEDULES: raise ValueError(f"unknown schedule {schedule!r}; valid: {', '.join(SCHEDULES)}")
     torch.manual_seed(seed)
     g = torch.Generator().manual_seed(seed)
     model = TOUForecaster(method, **model_kw).to(device)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     n, best, hist = len(train["y"]), (np.inf, None), []
+    starts = [i for i in range(0, n - 1, batch) if min(batch, n - i) >= 2]        # BatchNorm needs two windows
+    sched = (torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=epochs * len(starts), pct_start=0.15)
+             if schedule == "one-cycle" else None)
     for ep in range(epochs):
         model.train()
         perm = torch.randperm(n, generator=g)
-        for i in range(0, n - 1, batch):
+        for i in starts:
             idx = perm[i:i + batch]
-            if len(idx) < 2: continue                           # BatchNorm needs two windows
             b = {k: train[k][idx].to(device) for k in INPUTS}
             tau = torch.rand(len(idx), n_tau, generator=g).to(device)
             loss = pinball_loss(train["y"][idx].to(device), model(**b, tau=tau), tau) + l2 * model.l2()
             opt.zero_grad(); loss.backward(); opt.step()
+            if sched is not None: sched.step()
         v = float(window_aql(model, val, device).mean())
         hist.append(v)
         if v < best[0]: best = (v, {k: t.detach().clone() for k, t in model.state_dict().items()})
@@ -667,67 +760,118 @@ def oracle_gains(data: TOUData, w: dict) -> dict:
     return realized_gains(data, w, w["y"].numpy(), mu, sd)
 
 # %% ../../nbs/papers/tariff_ood.ipynb #b81ba65c
-def evaluate_settings(settings: dict, methods=METHODS, seeds=(0,), epochs=30, batch=64, lr=1e-3, device="cpu",
-                      n_out_eval=None, sample_methods=("FC", "Att.", "Att.-HOD", "Att.+PE"), log=print, threads=1,
-                      workers=1) -> dict:
-    "{key: result} for every setting of `settings` {key: TOUData}: every (setting, seed, method) fit is one job, spread over `workers` processes on CPU; `states` holds the trained weights."
-    sets = {k: window_sets(d, n_out_eval) for k, d in settings.items()}
-    jobs = [(k, s, m) for k, d in settings.items() for s in seeds for m in methods
-            if not (m == "UB" and d.shift_into is None)]               # the oracle needs the simulator's shift flags
-    def job(ksm):
-        k, s, m = ksm
-        with torch_threads(threads if device == "cpu" else None):
-            return _method_run(settings[k], sets[k], s, m, epochs, batch, lr, device, s == seeds[0] and m in sample_methods)
-    runs = dict(zip(jobs, parallel_map(job, jobs, workers if device == "cpu" else 1)))
-    out = {}
-    for k, data in settings.items():
-        mine = [r for (kk, _, _), r in runs.items() if kk == k]
-        for r in mine: log(r["line"])
-        gains = [g for r in mine for g in r["gains"]]
-        if "profit" in sets[k]:
-            for opt, g in oracle_gains(data, sets[k]["profit"]).items():
-                gains.append(_gain_rows(data, g, -1, "oracle", opt))
-        scen = [sc for sc in ("iid", "ood") if sc in sets[k]]
-        out[k] = dict(aql=pd.concat([a for r in mine for a in r["aql"]], ignore_index=True),
-                      gains=pd.concat(gains, ignore_index=True) if gains else None,
-                      curves=pd.DataFrame([r["curve"] for r in mine]),
-                      samples={r["curve"]["method"]: r["samples"] for r in mine if r["samples"] is not None},
-                      states={(r["curve"]["seed"], r["curve"]["method"]): r["state"] for r in mine},
-                      sets={sc: sets[k][sc] for sc in scen}, mu=sets[k]["mu"], sd=sets[k]["sd"])
-    return out
+VARIANTS = {"Att.+PE (kv_use_hod)": ("Att.+PE", dict(kv_use_hod=True))}
+NAMES = (*METHODS, *VARIANTS)
 
-def evaluate_setting(data: TOUData, methods=METHODS, **kw) -> dict:
-    "`evaluate_settings` of one setting: per-window AQL rows, realized gains, val curves, sample forecasts."
-    return evaluate_settings({0: data}, methods, **kw)[0]
+def method_arch(name: str) -> tuple:
+    "(architecture, model keyword arguments) of a method of METHODS or an ablation variant of VARIANTS."
+    if name in METHODS: return name, {}
+    if name in VARIANTS: return VARIANTS[name]
+    raise ValueError(f"unknown method {name!r}; valid: {', '.join(NAMES)}")
 
-def _gain_rows(data, g, seed, method, option):
-    return pd.DataFrame(dict(seed=seed, method=method, option=option, consumer=np.repeat(np.arange(g.shape[0]), g.shape[1]),
+def _tag(key, method) -> dict:
+    s, k, world = key
+    return dict(seed=s, k=k, world=world, method=method)
+
+def _gain_rows(data, g, key, method, option):
+    return pd.DataFrame(dict(**_tag(key, method), option=option, consumer=np.repeat(np.arange(g.shape[0]), g.shape[1]),
                              day=np.tile(data.test_days, g.shape[0]), gain=g.ravel()))
 
-def _method_run(data, sets, s, m, epochs, batch, lr, device, keep_samples):
-    "Fit method `m` with seed `s` and test it: AQL rows per scenario, realized gains, the val curve, samples, a log line."
+def _method_run(data, sets, key, name, recipe, device, keep_samples):
+    "Fit method `name` on setting `key` and test it: AQL rows per scenario, realized gains, the fit's summary, samples, a log line."
+    arch, kw = method_arch(name)
     scen = [sc for sc in ("iid", "ood") if sc in sets]
-    model, hist = fit_forecaster(m, sets["train"], sets["val"], epochs=epochs, batch=batch, lr=lr,
-                                 seed=1000 * s + METHODS.index(m), device=device)
-    aql = [pd.DataFrame(dict(seed=s, method=m, scenario=sc.upper(), window=np.arange(len(sets[sc]["y"])), consumer=sets[sc]["c"],
+    model, hist = fit_forecaster(arch, sets["train"], sets["val"], seed=1000 * key[0] + NAMES.index(name), device=device,
+                                 **recipe, **kw)
+    tag = _tag(key, name)
+    aql = [pd.DataFrame(dict(**tag, scenario=sc.upper(), window=np.arange(len(sets[sc]["y"])), consumer=sets[sc]["c"],
                              day=sets[sc]["d"], profile=sets[sc]["p"], aql=window_aql(model, sets[sc], device))) for sc in scen]
     gains = []
     if "profit" in sets:
         med = predict(model, sets["profit"], taus=(0.5,), device=device)[:, 0].numpy()
-        gains = [_gain_rows(data, g, s, m, opt) for opt, g in realized_gains(data, sets["profit"], med, sets["mu"], sets["sd"]).items()]
-    return dict(aql=aql, gains=gains, curve=dict(seed=s, method=m, best_val_aql=min(hist), best_epoch=int(np.argmin(hist)) + 1),
-                state={k: t.cpu() for k, t in model.state_dict().items()},
-                samples={sc: predict(model, sets[sc], device=device).numpy() for sc in scen} if keep_samples else None,
-                line=f"{data.name} seed {s} {m}: val {min(hist):.4f}" + "".join(f", {sc} {a.aql.mean():.4f}" for sc, a in zip(scen, aql)))
+        gains = [_gain_rows(data, g, key, name, opt) for opt, g in realized_gains(data, sets["profit"], med, sets["mu"], sets["sd"]).items()]
+    model = model.cpu()
+    probe = sets.get("ood", sets["iid"])
+    err = tariff_branch_error(model, probe["fut"][:64], probe["flag"][:64], seed=key[0])
+    fit = dict(**tag, best_val_aql=min(hist), best_epoch=int(np.argmin(hist)) + 1, epochs=len(hist), equivariance_error=err)
+    return dict(aql=aql, gains=gains, fit=fit, samples={sc: predict(model, sets[sc]).numpy() for sc in scen} if keep_samples else None,
+                line=f"{data.name} ({key[2]}) seed {key[0]} {name}: val {min(hist):.4f}" +
+                     "".join(f", {sc} {a.aql.mean():.4f}" for sc, a in zip(scen, aql)))
 
-# %% ../../nbs/papers/tariff_ood.ipynb #34e5f182
-def tariff_branch_error(model: TOUForecaster, fut, flag=None, n_perms=5, seed=0) -> float:
-    "equivariance_error of the tariff branch of `model` over permutations of the 24 hourly tokens (UB: tariffs and flags together)."
-    x = torch.stack([fut, torch.zeros_like(fut) if flag is None else flag], -1)    # (n, 24, 2): one token per hour
-    return equivariance_error(lambda x: model.exog(x[..., 0], x[..., 1]), x, n_perms, dim=-2, seed=seed)
+def evaluate_settings(settings: dict, plan: list, recipe: dict, device="cpu", n_out_eval=None, samples=(), log=print,
+                      workers=1) -> dict:
+    "Train and test every (key, method) of `plan` (a key of `settings` is (replicate seed, |T_in|, world)); one job per fit, spread over `workers` processes on CPU."
+    keys = list(dict.fromkeys(k for k, _ in plan))
+    sets = {k: window_sets(settings[k], n_out_eval) for k in keys}
+    samples, plan = set(samples), list(plan)
+    runs = parallel_map(lambda km: _method_run(settings[km[0]], sets[km[0]], km[0], km[1], recipe, device, km in samples),
+                        plan, workers if device == "cpu" else 1)
+    for r in runs: log(r["line"])
+    gains = [g for r in runs for g in r["gains"]]
+    for k in keys:
+        if "profit" in sets[k]:
+            gains += [_gain_rows(settings[k], g, k, "oracle", o) for o, g in oracle_gains(settings[k], sets[k]["profit"]).items()]
+    return dict(aql=pd.concat([a for r in runs for a in r["aql"]], ignore_index=True),
+                gains=pd.concat(gains, ignore_index=True) if gains else None, fits=pd.DataFrame([r["fit"] for r in runs]),
+                samples={km: r["samples"] for km, r in zip(plan, runs) if r["samples"] is not None}, sets=sets)
+
+def evaluate_setting(data: TOUData, methods=METHODS, seed=0, recipe=None, **kw) -> dict:
+    "`evaluate_settings` of one setting and one replicate seed (default recipe: 2 epochs)."
+    key = (seed, len(data.in_idx), "main")
+    return evaluate_settings({key: data}, [(key, m) for m in methods], recipe or dict(epochs=2), **kw)
 
 # %% ../../nbs/papers/tariff_ood.ipynb #a6fe378f
-def paired_table(df: pd.DataFrame, value: str, pairs: list, by: str = "k", unit=("seed", "window"), family=None,
+def margin_rule(values: dict, reference: float, margin: float) -> list:
+    "The keys of `values` {name: AQL} not at least `margin` (a fraction) below `reference`; [] when the rule holds."
+    return [k for k, v in values.items() if not (np.isfinite(v) and v <= (1 - margin) * reference)]
+
+def bound_gates(iid: dict, ood: dict | None = None) -> dict:
+    "From mean AQLs {setting: {method: AQL}}: per setting, is NoX the worst IID of the non-oracle methods, and is UB below Att.+PE OOD (None without OOD or UB)."
+    nox = {k: bool(m["NoX"] > max(v for n, v in m.items() if n not in ("NoX", "UB"))) for k, m in iid.items()}
+    ub = ({k: bool(m["UB"] < m["Att.+PE"]) for k, m in ood.items()}
+          if ood and all("UB" in m and "Att.+PE" in m for m in ood.values()) else None)
+    return dict(nox_worst_iid=nox, ub_below_attpe_ood=ub)
+
+# %% ../../nbs/papers/tariff_ood.ipynb #cd97831c
+def sig_share(p_adj: dict, alpha: float = 0.05, need: float = 2 / 3) -> tuple:
+    "p_adj {setting: [adjusted p of each comparison]}: (passed, {setting: every p < alpha}, share); a missing or NaN p fails its setting; passed is None without settings."
+    per = {k: bool(len(ps) > 0 and all(p is not None and np.isfinite(p) and p < alpha for p in ps)) for k, ps in p_adj.items()}
+    if not per: return None, per, float("nan")
+    share = sum(per.values()) / len(per)
+    return bool(share >= need - 1e-12), per, share
+
+def trend_rule(aql: dict, sign: int, need: float = 5 / 8, alpha: float = 0.05, min_for_p: int = 5) -> tuple:
+    "aql {method: {setting: mean AQL}}: (passed, {method: rho, p, agrees}); None with fewer than 3 settings."
+    rows = {}
+    for m, byk in aql.items():
+        ks = sorted(byk)
+        if len(ks) < 3: return None, {}
+        rho, p = sps.spearmanr(ks, [byk[k] for k in ks])
+        rows[m] = dict(rho=float(rho), p=float(p),
+                       agrees=bool(np.isfinite(rho) and sign * rho > 0 and (len(ks) < min_for_p or p < alpha)))
+    if not rows: return None, rows
+    return sum(r["agrees"] for r in rows.values()) >= math.ceil(need * len(rows) - 1e-12), rows
+
+# %% ../../nbs/papers/tariff_ood.ipynb #22020bd5
+def profit_rule(p_adj: dict, methods=("Att.-HOD", "Att.+PE"), options=("Option-1", "Option-2"), alpha: float = 0.05) -> bool:
+    "p_adj {(method, option): adjusted p of 'gain of method > FC'}: whether, under at least one option, every method has p < alpha."
+    return any(all(p_adj.get((m, o), np.nan) < alpha for m in methods) for o in options)
+
+def rank_vs_profit(best_ood: dict, most_profitable: dict, target: str = "Att.+PE") -> tuple:
+    "(holds, why) of 'target forecasts best OOD, yet is not always the most profitable': best_ood {setting: method}, most_profitable {(option, setting): method}."
+    premise = [k for k, m in best_ood.items() if m == target]
+    if not premise:
+        return False, (f"premise fails: {target} is the best OOD forecaster at no |T_in| (best: "
+                       + ", ".join(f"{k}: {m}" for k, m in best_ood.items()) + ")")
+    if any(m != target for (o, k), m in most_profitable.items() if k in premise): return True, None
+    return False, f"{target} is the most profitable wherever it forecasts best (|T_in| {', '.join(map(str, premise))})"
+
+def all_significant(p: dict, alpha: float = 0.05) -> bool:
+    "Whether every p-value of `p` {name: p} is below `alpha` (False when there is none)."
+    return bool(p) and all(np.isfinite(v) and v < alpha for v in p.values())
+
+# %% ../../nbs/papers/tariff_ood.ipynb #34de0e19
+def paired_table(df: pd.DataFrame, value: str, pairs: list, by: str = "k", unit=("window",), family=None,
                  alternative="less") -> pd.DataFrame:
     "One-sided Wilcoxon of value[a] - value[b] per `by` for each (a, b) in `pairs`, Holm-corrected across `by` per pair."
     rows = []
