@@ -169,7 +169,8 @@ def parallel_map(fn, items, workers: int | None = 1) -> list:
     import torch
     items = list(items)
     workers = max(1, min(int(workers or 1), len(items)))
-    if workers == 1 or not hasattr(os, "fork") or torch.cuda.is_initialized(): return [fn(x) for x in items]
+    if workers == 1 or not hasattr(os, "fork") or torch.cuda.is_initialized():
+        with compute_threads(1): return [fn(x) for x in items]     # one thread, as in a worker: the same floats
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
     _JOBS = (fn, items)

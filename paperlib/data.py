@@ -112,7 +112,7 @@ def _convert(raw: pd.Series, col: Column, where) -> pd.Series:
 
 def read_table(path: str | Path, columns: list[Column], *, sep: str | None = ",", header: bool = True,
                key: str | None = None, unique: tuple = (), quoting: bool = True, extra_fields: bool = False) -> pd.DataFrame:
-    "Read and validate a table; raise DataError naming file, row and column. The file's line numbers are in `.attrs['lines']`."
+    "Read and validate a table; raise DataError naming file, row and column. `.attrs`: the file's line of each row, the header."
     path, names = Path(path), [c.name for c in columns]
     if not path.is_file(): raise DataError(f"missing file {path}")
     recs = _records(path, sep, quoting)
@@ -145,6 +145,7 @@ def read_table(path: str | Path, columns: list[Column], *, sep: str | None = ","
             raise DataError(f"{where(i)}, column {' + '.join(repr(c) for c in cols)}: {vals} repeats row {recs[first][0]}; "
                             "each value may appear once")
     df.attrs["lines"] = [l for l, _ in recs]
+    df.attrs["header"] = head
     return df
 
 def read_index(path: str | Path, layout: Layout) -> pd.DataFrame:

@@ -1,0 +1,84 @@
+"""Which verdicts move with the seed: every paper's smoke profile at seeds 0, 1 and 2, side by side.
+
+    .venv/bin/python benchmarks/seed_stability.py [papers] [--seeds 0 1 2] [--profile smoke]
+
+Each (paper, seed) is a forced run into its own scratch reports folder on an otherwise idle machine. Writes
+benchmarks/seed_stability.json (every claim's verdict per seed, the wall times) and benchmarks/seed_stability.png
+(one panel per paper: claims x seeds, coloured by verdict), and prints the claims whose verdict differs between seeds.
+A claim that moves is reported by the README as seed-sensitive.
+"""
+import argparse, json, os, platform, tempfile, time
+from pathlib import Path
+
+from paperlib.runner import reproduce
+from paperlib.collection import paper_notebooks
+from paperlib.report import VERDICTS
+
+REPO = Path(__file__).resolve().parents[1]
+COLORS = {"reproduced": "#2e9e4f", "not reproduced": "#c0392b", "inconclusive": "#e0a800", "not checkable": "#9aa0a6",
+          "informational": "#7fb3e6", "failed": "#000000"}
+
+def run_seeds(papers, seeds, profile) -> dict:
+    out = {}
+    with tempfile.TemporaryDirectory() as d:
+        for s in papers:
+            out[s] = {}
+            for seed in seeds:
+                reports = Path(d) / f"{s}-{seed}"
+                t0 = time.time()
+                r, = reproduce([s], profile=profile, seed=seed, force=True, root=REPO, reports=reports, log=lambda *a: None)
+                wall = round(time.time() - t0, 1)
+                claims = json.loads((reports / s / "claims.json").read_text()) if r.status == "ok" else {}
+                out[s][seed] = dict(status=r.status, wall_s=wall, error=(r.error or "")[:300], counts=claims.get("counts"),
+                                    verdicts={c["id"]: c["verdict"] for c in claims.get("claims", [])},
+                                    gates={g["id"]: g["passed"] for g in claims.get("gates", [])})
+                print(s, seed, r.status, wall, out[s][seed]["counts"], flush=True)
+    return out
+
+def moving(per_seed: dict) -> dict:
+    "claim -> its verdicts per seed, for the claims whose verdict is not the same at every seed."
+    ids = sorted({c for r in per_seed.values() for c in r["verdicts"]}, key=lambda c: (len(c), c))
+    vs = {c: {seed: r["verdicts"].get(c, "failed") for seed, r in per_seed.items()} for c in ids}
+    return {c: v for c, v in vs.items() if len(set(v.values())) > 1}
+
+def figure(res: dict, path: Path):
+    import matplotlib; matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+    papers = list(res)
+    fig, axes = plt.subplots(1, len(papers), figsize=(2.6 * len(papers), 7), squeeze=False)
+    for ax, s in zip(axes[0], papers):
+        seeds = list(res[s])
+        ids = sorted({c for r in res[s].values() for c in r["verdicts"]}, key=lambda c: (len(c), c))
+        for j, seed in enumerate(seeds):
+            for i, c in enumerate(ids):
+                v = res[s][seed]["verdicts"].get(c, "failed")
+                ax.add_patch(plt.Rectangle((j, i), 0.95, 0.95, color=COLORS.get(v, "#000")))
+        ax.set(xlim=(0, len(seeds)), ylim=(len(ids), 0), title=s.replace("_", "\n", 1), xticks=[j + 0.475 for j in range(len(seeds))],
+               xticklabels=[f"seed {x}" for x in seeds], yticks=[i + 0.475 for i in range(len(ids))], yticklabels=ids)
+        ax.tick_params(length=0, labelsize=8); ax.title.set_fontsize(9)
+        for sp in ax.spines.values(): sp.set_visible(False)
+    fig.legend(handles=[Patch(color=c, label=v) for v, c in COLORS.items()], loc="lower center", ncol=6, frameon=False, fontsize=8)
+    fig.suptitle("Smoke verdicts per seed: a claim whose colour changes along its row moves with the seed", fontsize=10)
+    fig.tight_layout(rect=(0, 0.05, 1, 0.96))
+    fig.savefig(path, dpi=110); plt.close(fig)
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("papers", nargs="*")
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    ap.add_argument("--profile", default="smoke")
+    args = ap.parse_args()
+    papers = args.papers or list(paper_notebooks(REPO))
+    res = run_seeds(papers, args.seeds, args.profile)
+    out = dict(machine=dict(cpus=os.cpu_count(), platform=platform.platform(), when=time.strftime("%Y-%m-%d %H:%M")),
+               profile=args.profile, seeds=args.seeds, papers=res, moving={s: moving(res[s]) for s in res})
+    name = "seed_stability" if not args.papers else f"seed_stability-{'-'.join(papers)}"
+    (REPO / "benchmarks" / f"{name}.json").write_text(json.dumps(out, indent=1) + "\n")
+    figure(res, REPO / "benchmarks" / f"{name}.png")
+    for s, m in out["moving"].items():
+        print(f"{s}: " + ("no verdict moves with the seed" if not m else
+                          "; ".join(f"{c} {' / '.join(v[x] for x in args.seeds)}" for c, v in m.items())))
+
+if __name__ == "__main__":
+    main()
