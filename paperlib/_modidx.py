@@ -637,6 +637,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                  'paperlib.report.Report.__init__': ('report.html#report.__init__', 'paperlib/report.py'),
                                  'paperlib.report.Report._need_source': ('report.html#report._need_source', 'paperlib/report.py'),
                                  'paperlib.report.Report._register': ('report.html#report._register', 'paperlib/report.py'),
+                                 'paperlib.report.Report._rows': ('report.html#report._rows', 'paperlib/report.py'),
                                  'paperlib.report.Report.claim': ('report.html#report.claim', 'paperlib/report.py'),
                                  'paperlib.report.Report.claims_table': ('report.html#report.claims_table', 'paperlib/report.py'),
                                  'paperlib.report.Report.compare': ('report.html#report.compare', 'paperlib/report.py'),

@@ -241,23 +241,24 @@ class Report:
         self._need_source()
         return self._register(write_json(self.out / f"{artefact_name(name)}.json", obj))
 
-    def compare(self, rows: list[dict], label: str, caption: str = "") -> pd.DataFrame:
-        "The paper's published numbers beside this run's: rows of item, paper, ours, note."
+    def _rows(self, rows: list[dict], what: str, need: tuple, optional: str) -> pd.DataFrame:
+        "`rows` as a DataFrame with the keys `need` (an error names a missing one) and `optional` (empty when absent)."
         self._need_source()
         df = pd.DataFrame(rows)
-        for c in ("item", "paper", "ours"):
-            if c not in df.columns: raise ValueError(f"compare rows need the keys item, paper, ours; missing {c!r}")
-        if "note" not in df.columns: df["note"] = ""
+        missing = [c for c in need if c not in df.columns]
+        if missing: raise ValueError(f"{what} rows need the keys {', '.join(need)} (and {optional}); missing {missing[0]!r}")
+        if optional not in df.columns: df[optional] = ""
+        return df
+
+    def compare(self, rows: list[dict], label: str, caption: str = "") -> pd.DataFrame:
+        "The paper's published numbers beside this run's: rows of item, paper, ours, note."
+        df = self._rows(rows, "compare", ("item", "paper", "ours"), "note")
         proxy = "" if self.source.is_real else " Ours come from the embedded proxy data: compare directions and orderings, not values."
         return self.table(df[["item", "paper", "ours", "note"]], label, (caption + proxy).strip())
 
     def plan(self, rows: list[dict], caption: str = "") -> pd.DataFrame:
         "The 'Plan vs this profile' table: rows of item, plan (the paper's experiment), this_run, why (the reason for a difference)."
-        self._need_source()
-        df = pd.DataFrame(rows)
-        for c in ("item", "plan", "this_run"):
-            if c not in df.columns: raise ValueError(f"plan rows need the keys item, plan, this_run (and why); missing {c!r}")
-        if "why" not in df.columns: df["why"] = ""
+        df = self._rows(rows, "plan", ("item", "plan", "this_run"), "why")
         df["differs"] = [str(p) != str(t) for p, t in zip(df["plan"], df["this_run"])]
         return self.table(df[["item", "plan", "this_run", "differs", "why"]], "Plan vs this profile",
                           (f"What the `{self.ctx.profile}` profile runs against the paper's experimental plan. " + caption).strip())
