@@ -183,7 +183,8 @@ def train_embedder(model: nn.Module, loss: str, X, y, *, steps: int = 500, batch
                    lr: float = 1e-3, loss_lr: float = 1e-2, loss_params: dict | None = None, miner: str | None = None,
                    miner_params: dict | None = None, transform=None, validate=None, val_every: int = 100, patience: int = 5, seed: int = 0, device="cpu",
                    progress: bool = True, desc: str = "train") -> TrainResult:
-    "Train `model` on (X, y) with the PML loss `loss` (and `miner`); keep the best state by `validate(model)` (higher is better)."
+    """Train `model` on (X, y) with the PML loss `loss` (and `miner`); keep the best state by `validate(model)` (higher is better).
+    `model` may be a function that builds it: it is then built after seeding, so `seed` fixes its initial weights too."""
     # tqdm.auto in a notebook needs ipywidgets' IProgress and warns in every forked worker; plain tqdm when silent
     if progress: from tqdm.auto import tqdm
     else: from tqdm import tqdm
@@ -191,6 +192,7 @@ def train_embedder(model: nn.Module, loss: str, X, y, *, steps: int = 500, batch
     X, y = _as_tensor(X), _as_tensor(y, torch.long)
     classes, y_idx = torch.unique(y, return_inverse=True)   # classification losses need labels 0..C-1
     torch.manual_seed(seed)
+    if not isinstance(model, nn.Module): model = model()
     model = model.to(device)
     loss_fn = make_loss(loss, num_classes=len(classes), embedding_size=model.dim, **(loss_params or {})).to(device)
     mine = make_miner(miner, **(miner_params or {})) if miner else None
