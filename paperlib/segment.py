@@ -97,7 +97,7 @@ def fit_segmenter(model: nn.Module, X: torch.Tensor, Y: torch.Tensor, *, steps: 
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
-        losses.append(float(loss))
+        losses.append(float(loss.detach()))
     return opt, float(np.mean(losses[-10:])) if losses else float("nan")
 
 @torch.no_grad()
