@@ -55,26 +55,26 @@ class DefectType:
 
 SYNTH_TYPES = {t.name: t for t in (
     DefectType("edge void", "procedural", "edge_void", "wis", (0.30, 0.52), -1, "WIS edge void", "Fig. 3"),
-    DefectType("arc-like", "procedural", "arc", "wis", (0.11, 0.20), +1, "WIS arc-like", "Fig. 3"),
+    DefectType("arc-like", "procedural", "arc", "wis", (0.06, 0.12), +1, "WIS arc-like", "Fig. 3"),
     DefectType("blob/brick", "brick", "blob", "dagm", (0.12, 0.25), 0, "Dagm-1", "Fig. 4"),
     DefectType("blob/grass", "grass", "blob", "dagm", (0.35, 0.60), 0, "Dagm-2", "Fig. 4"),
-    DefectType("line/gravel", "gravel", "line", "wis", (0.45, 0.75), 0, "PCB average", "Fig. 4"),
+    DefectType("line/gravel", "gravel", "line", "wis", (0.38, 0.65), 0, "PCB average", "Fig. 4"),
 )}
-MAIN_TYPE = "arc-like"
+MAIN_TYPE = "line/gravel"
 
-# the calibration record: supervised test AP (mean of training seeds 0 and 1) at 10% and 100% labels, H = 48, smoke
-# budget (batch 8, 240 / 480 steps), run seed 0; the chosen range is the one nearest to (0.5, 0.95)
+# the calibration record (supervised runs only): test AP with 10% of the labels (mean, min and max over training seeds
+# 0-2) and with 100% (mean of seeds 0-1); H = 48, run seed 0, the smoke budget of Step 1 (batch 8, Adam 2e-3 with
+# cosine decay, 300 steps; 480 with every label)
 CALIBRATION = pd.DataFrame([
-    ("edge void", "0.35-0.60", 0.761, 0.917, False), ("edge void", "0.30-0.52", 0.654, 0.846, True),
-    ("edge void", "0.25-0.45", 0.576, 0.746, False),
-    ("arc-like", "0.25-0.42", 0.899, 1.000, False), ("arc-like", "0.18-0.32", 0.872, 1.000, False),
-    ("arc-like", "0.11-0.20", 0.506, 1.000, True), ("arc-like", "0.08-0.15", 0.432, 0.992, False),
-    ("blob/brick", "0.25-0.45", 0.871, 0.965, False), ("blob/brick", "0.18-0.35", 0.793, 0.914, False),
-    ("blob/brick", "0.12-0.25", 0.460, 0.853, True),
-    ("blob/grass", "0.50-0.80", 0.900, 0.937, False), ("blob/grass", "0.42-0.70", 0.741, 0.887, False),
-    ("blob/grass", "0.35-0.60", 0.583, 0.775, True),
-    ("line/gravel", "0.45-0.75", 0.574, 0.935, True), ("line/gravel", "0.35-0.60", 0.223, 0.791, False)],
-    columns=["type", "contrast", "supervised_10", "supervised_100", "chosen"])
+    ("edge void", "0.24-0.42", 0.545, 0.361, 0.670, 0.736), ("edge void", "0.30-0.52", 0.639, 0.529, 0.735, 0.857),
+    ("arc-like", "0.06-0.12", 0.562, 0.005, 0.866, 0.988), ("arc-like", "0.08-0.15", 0.710, 0.249, 0.964, 0.972),
+    ("blob/brick", "0.12-0.25", 0.636, 0.598, 0.671, 0.857), ("blob/brick", "0.16-0.30", 0.781, 0.753, 0.806, 0.962),
+    ("blob/grass", "0.35-0.60", 0.645, 0.563, 0.756, 0.790), ("blob/grass", "0.42-0.70", 0.809, 0.777, 0.840, 0.904),
+    ("line/gravel", "0.38-0.65", 0.571, 0.533, 0.610, 0.932), ("line/gravel", "0.45-0.75", 0.699, 0.627, 0.765, 0.955)],
+    columns=["type", "contrast", "supervised_10", "supervised_10_min", "supervised_10_max", "supervised_100"])
+CALIBRATION["distance"] = np.hypot(CALIBRATION.supervised_10 - 0.5, CALIBRATION.supervised_100 - 0.95).round(3)
+CALIBRATION["chosen"] = CALIBRATION.groupby("type").distance.transform("min") == CALIBRATION.distance
+CALIBRATION["stable"] = CALIBRATION.supervised_10_max - CALIBRATION.supervised_10_min < 0.25
 
 @lru_cache(maxsize=None)
 def texture_image(name: str) -> np.ndarray:
@@ -370,7 +370,7 @@ class Budget:
     iterations: int = 12          # Step 2: pseudo-labelling iterations
     steps_per_iter: int = 6       # training steps per iteration (one "epoch" of the paper)
     steps3: int = 24              # Step 3: warm restart with mixup
-    lr1: float = 1e-3
+    lr1: float = 2e-3
     lr_min: float = 1e-4
     lr2: float = 2e-4             # Step 2: constant rate, Adam state carried over
     level_start: float = 0.5      # confidence level of the first iteration ...
