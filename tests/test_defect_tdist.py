@@ -197,6 +197,8 @@ RULES = [
      lambda: rule_step2_largest({0.05: 0.4, 0.2: 0.7}, {0.05: 0.5, 0.2: 0.9}, {0.05: 0.55, 0.2: 0.92}, 0.05, 0.2)),
     ("ordering (C4)", lambda: rule_increasing([0.1, 0.5, 0.7]), lambda: rule_increasing([0.1, 0.7, 0.5])),
     ("KL vs AP (C10)", lambda: rule_kl_ap([0.1, 0.4, 1.0, 2.0], [0.9, 0.8, 0.5, 0.3]), lambda: rule_kl_ap([0.1, 0.4, 1.0, 2.0], [0.3, 0.5, 0.8, 0.9])),
+    ("KL vs AP, p < 0.05 (C10)", lambda: rule_kl_ap([0.1, 0.5, 1, 2, 3], [0.9, 0.8, 0.6, 0.3, 0.1], alpha=0.05),
+     lambda: rule_kl_ap([0.1, 0.5, 1, 2, 3], [0.8, 0.9, 0.6, 0.7, 0.5], alpha=0.05)),     # rho -0.8 but p = 0.052
 ]
 
 @pytest.mark.parametrize("name,holds,fails", RULES, ids=[r[0] for r in RULES])
