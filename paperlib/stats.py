@@ -13,9 +13,10 @@ from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
 # %% auto #0
-__all__ = ['CORRECTIONS', 'PAIRED_TESTS', 'correct_pvalues', 'cohens_d', 'pairwise_ttests', 'add_corrected', 'corrected_ttests',
-           'format_p', 'p_matrix', 'levene_tests', 'bootstrap_ci', 'paired_diff_test', 'paired_tests',
-           'weat_association', 'wefat_score', 'weat_effect_size', 'weat_test']
+__all__ = ['CORRECTIONS', 'PAIRED_TESTS', 'CI_DISTRIBUTIONS', 'correct_pvalues', 'cohens_d', 'pairwise_ttests', 'add_corrected',
+           'corrected_ttests', 'format_p', 'p_matrix', 'levene_tests', 'bootstrap_ci', 'paired_diff_test',
+           'paired_tests', 'weat_association', 'wefat_score', 'weat_effect_size', 'weat_test', 'critical_value',
+           'mean_ci', 'topk_threshold', 'topk_share_threshold']
 
 # %% ../nbs/02_stats.ipynb #cc17ceb0
 CORRECTIONS = {"sidak": "sidak", "holm": "holm", "bonferroni": "bonferroni", "bh": "fdr_bh", "none": None}
@@ -234,3 +235,37 @@ def weat_test(X, Y, A, B, n_samples: int = 100_000, seed: int = 0, alternative: 
     p = hits.mean() if exact else (1 + hits.sum()) / (1 + len(null))
     return dict(effect_size=weat_effect_size(X, Y, A, B), statistic=observed, p=float(p), exact=bool(exact),
                 n_partitions=int(n_part), n_x=nx, n_y=len(sy), alternative=alternative)
+
+# %% ../nbs/02_stats.ipynb #9f4c2950
+CI_DISTRIBUTIONS = ("t", "normal")
+
+def critical_value(level: float, m: int | None = None, dist: str = "t") -> float:
+    "The two-sided critical value at confidence `level`: t with m - 1 degrees of freedom (dist='t') or z (dist='normal')."
+    if dist not in CI_DISTRIBUTIONS: raise ValueError(f"unknown distribution {dist!r}; valid: {', '.join(CI_DISTRIBUTIONS)}")
+    if not 0 < level < 1: raise ValueError(f"level must be in (0, 1), got {level}")
+    q = 1 - (1 - level) / 2
+    if dist == "normal": return float(sps.norm.ppf(q))
+    if m is None or m < 2: raise ValueError(f"the t interval needs m >= 2 values, got m={m}")
+    return float(sps.t.ppf(q, m - 1))
+
+def mean_ci(mean: float, sd: float, m: int, level: float = 0.95, dist: str = "t") -> tuple[float, float]:
+    "(lower, upper) = mean -/+ critical_value(level, m, dist) * sd / sqrt(m)."
+    if sd < 0: raise ValueError(f"sd must be >= 0, got {sd}")
+    h = critical_value(level, m, dist) * sd / np.sqrt(m)
+    return float(mean - h), float(mean + h)
+
+# %% ../nbs/02_stats.ipynb #13012dfc
+def topk_threshold(p, k: int) -> float:
+    "K(p, k): the k-th largest value of `p` (any shape); +inf for k <= 0, the minimum for k >= p.size."
+    p = np.asarray(p, dtype=float).ravel()
+    if p.size == 0: raise ValueError("topk_threshold needs at least one value")
+    if not np.isfinite(p).all(): raise ValueError("topk_threshold: the values must be finite")
+    k = int(k)
+    if k <= 0: return float("inf")
+    if k >= p.size: return float(p.min())
+    return float(np.partition(p, p.size - k)[p.size - k])
+
+def topk_share_threshold(p, share: float) -> float:
+    "The threshold that passes round(N * share) of the N values of `p` (see `topk_threshold`)."
+    if not 0 <= share <= 1: raise ValueError(f"share must be in [0, 1], got {share}")
+    return topk_threshold(p, int(round(np.asarray(p).size * share)))
