@@ -134,6 +134,7 @@ def subgroup_gap(values, rule: str, *, major=None, minor=None, reference=None, k
         return abs(g) if absolute in (None, True) else g
     if rule == "top_bottom":
         w = v.dropna().sort_values(ascending=False)
+        if k == "half": k = len(w) // 2
         if k is None or k < 1 or 2 * k > len(w): raise ValueError(f"top_bottom needs 1 <= k <= {len(w) // 2} (groups with a value: {len(w)}), got k={k}")
         return float(w.iloc[:k].mean() - w.iloc[-k:].mean())
     if rule == "ordinal":
@@ -157,7 +158,7 @@ def imbalanced_counts(classes, minority, per_class: int, cut: float = 0.9) -> di
     if not 0 <= cut <= 1: raise ValueError(f"cut is a share in [0, 1], got {cut}")
     major = [c for c in classes if c not in minority]
     if not major: raise ValueError("every class is a minority class: no majority class can take the rest")
-    n_min = int(round(per_class * (1 - cut)))
+    n_min = int(np.floor(per_class * (1 - cut) + 0.5 + 1e-9))       # round half up (Python's round(0.5) is 0; 5 x 0.1 < 0.5 in floats)
     rest = per_class * len(classes) - n_min * len(minority)
     base, extra = divmod(rest, len(major))
     out = {c: n_min for c in classes if c in minority}
