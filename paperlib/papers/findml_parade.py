@@ -34,13 +34,13 @@ __all__ = ['METHODS', 'LOSS_PARAMS', 'MINER_PARAMS', 'LOSS_LR', 'GAP_RULE_CLASS'
            'ParadeNet', 'ParadeResult', 'train_parade', 'gap_rows', 'thickness', 'render', 'digits_halves',
            'minority_classes', 'training_counts', 'make_attribute', 'render_attribute', 'ClassBench', 'AttrBench',
            'digits_class_bench', 'digits_attr_bench', 'evaluate_model', 'embed_attribute', 'class_groups',
-           'run_class_job', 'run_attr_job', 'read_table_after', 'load_cub', 'load_cars', 'ita_category', 'patch_ita',
-           'load_celeba', 'load_lfw', 'load_images', 'image_input', 'crop_flip', 'split_within_classes',
-           'control_per_class', 'subsample_classes', 'Bottleneck', 'ResNet50', 'load_resnet50', 'real_model_fn',
-           'real_class_bench', 'real_attr_bench', 'make_jobs', 'mean_sd', 'pick', 'knn_purity', 'tsne_sample',
-           'chance_r1', 'gate_learned', 'gate_control', 'gate_gap_exists', 'gate_sa_learned', 'paired_family',
-           'rule_c1', 'rule_c2', 'trend_test', 'rule_c4', 'rule_c5', 'rule_all_significant', 'rule_share_significant',
-           'rule_direction', 'rule_lenient', 'rule_c10']
+           'run_class_job', 'run_attr_job', 'read_table_after', 'load_cub', 'table_files', 'load_cars', 'ita_category',
+           'patch_ita', 'load_celeba', 'load_lfw', 'load_images', 'image_input', 'crop_flip', 'split_within_classes',
+           'control_per_class', 'subsample_classes', 'Bottleneck', 'ResNet50', 'load_resnet50', 'gap_for_present',
+           'real_model_fn', 'real_class_bench', 'real_attr_bench', 'make_jobs', 'mean_sd', 'pick', 'knn_purity',
+           'tsne_sample', 'chance_r1', 'gate_learned', 'gate_control', 'gate_gap_exists', 'gate_sa_learned',
+           'paired_family', 'rule_c1', 'rule_c2', 'trend_test', 'rule_c4', 'rule_c5', 'rule_all_significant',
+           'rule_share_significant', 'rule_direction', 'rule_lenient', 'rule_c10']
 
 # %% ../../nbs/papers/findml_parade.ipynb #4b67cb6a
 METHODS = {
@@ -232,7 +232,7 @@ def digits_halves(split_seed: int = 0):
 def minority_classes(classes, seed: int, k: int | None = None) -> list:
     "The k classes cut by the imbalance at training seed `seed` (default: a quarter of them, 3 of 10, 50 of 200)."
     classes = sorted(classes)
-    k = max(1, round(len(classes) / 4)) if k is None else k
+    k = max(1, int(np.floor(len(classes) / 4 + 0.5))) if k is None else k   # round half up: 3 of 10
     return sorted(np.asarray(classes)[np.random.default_rng([seed, 11]).choice(len(classes), k, replace=False)].tolist())
 
 SWEEP = ((50, 50), (40, 60), (30, 70), (20, 80), (10, 90), (5, 95))
@@ -311,7 +311,11 @@ def digits_attr_bench(variant: str, seed: int, split_seed: int = 0, dim: int = 3
     a = make_attribute(variant, y, seed, shares)
     X = torch.from_numpy(render_attribute(images, a, variant, seed).reshape(len(y), 64))
     v = VARIANTS[variant]
-    return AttrBench(variant, X[tr], y[tr], a[tr], X[te], y[te], a[te], list(v["shares"]), dict(v["gap"]),
+    present_te = set(a[te])
+    gap = dict(v["gap"])
+    if gap["rule"] == "ordinal":                         # a rare level may have no test image at some seeds
+        gap["low"], gap["high"] = [x for x in gap["low"] if x in present_te], [x for x in gap["high"] if x in present_te]
+    return AttrBench(variant, X[tr], y[tr], a[tr], X[te], y[te], a[te], list(v["shares"]), gap,
                      model_fn=lambda: ParadeNet(mlp_backbone(), 128, dim), role=v["role"])
 
 # %% ../../nbs/papers/findml_parade.ipynb #f7c77f4a
@@ -472,6 +476,15 @@ def load_cub(folder) -> tuple[pd.DataFrame, str | None]:
     mode = pres.sort_values(["image_id", "rank"]).drop_duplicates("image_id").set_index("image_id").colour
     return df.assign(colour=df.image_id.map(mode).where(lambda s: s.notna(), None)), None
 
+def table_files(key: str, folder) -> list[Path]:
+    "The table files of dataset `key` under `folder` that exist (the images are listed by the loaders)."
+    folder = Path(folder)
+    cand = dict(cub2011=["CUB_200_2011/images.txt", "CUB_200_2011/image_class_labels.txt", "attributes.txt",
+                         "CUB_200_2011/attributes/attributes.txt", "CUB_200_2011/attributes/image_attribute_labels.txt"],
+                cars196=["cars_annos.mat"], celeba=["identity_CelebA.txt", "list_landmarks_align_celeba.txt"],
+                lfw=["lfw_attributes.txt"])[key]
+    return [folder / c for c in cand if (folder / c).is_file()]
+
 def load_cars(folder) -> pd.DataFrame:
     "Cars196 index (path, label, table, line) of `cars196/`, from cars_annos.mat."
     from scipy.io import loadmat
@@ -618,7 +631,7 @@ def split_within_classes(labels, seed: int = 0, min_per_class: int = 4) -> tuple
 def control_per_class(train_labels, cut: float = 0.9, share: float = 0.25) -> int:
     "The control's images per class: the most that lets the majority classes take the images cut from the minority."
     counts = np.bincount(pd.factorize(np.asarray(train_labels))[0])
-    C = len(counts); k = max(1, round(C * share))
+    C = len(counts); k = max(1, int(np.floor(C * share + 0.5)))
     grow = 1 + cut * k / max(C - k, 1)
     n = int(np.floor(counts.min() / grow))
     if np.floor(n * (1 - cut) + 0.5 + 1e-9) < 1:
@@ -703,6 +716,21 @@ def load_resnet50(path) -> ResNet50:
     return net
 
 # %% ../../nbs/papers/findml_parade.ipynb #d716a538
+def gap_for_present(gap: dict, present, name: str = "") -> dict:
+    "The gap rule restricted to the attribute values present in the test set; a DataError when it cannot be computed."
+    present = set(present)
+    g = dict(gap)
+    if g["rule"] == "reference" and g["reference"] not in present:
+        raise DataError(f"{name}: no test image has the reference value {g['reference']!r} (values present: {', '.join(sorted(map(str, present)))})")
+    if g["rule"] == "ordinal":
+        g["low"], g["high"] = [v for v in g["low"] if v in present], [v for v in g["high"] if v in present]
+        if not g["low"] or not g["high"]:
+            raise DataError(f"{name}: the gap {gap['low']} vs {gap['high']} needs test images on both sides (values present: "
+                            f"{', '.join(sorted(map(str, present)))})")
+    if g["rule"] == "top_bottom" and len(present) < 2:
+        raise DataError(f"{name}: the gap needs at least two attribute values among the test images, found {sorted(map(str, present))}")
+    return g
+
 def real_model_fn(arch: str, dim: int, norm: str, crop: int, weights=None):
     "A model factory for real images: a small CNN ('cnn') or ResNet-50 ('resnet50', with `weights` when given)."
     def make():
@@ -733,6 +761,7 @@ def real_attr_bench(name: str, df: pd.DataFrame, attr: str, values: list, gap: d
     a = df[attr].to_numpy(dtype=object)[keep]
     tr, te = split_within_classes(y)
     present = [v for v in values if v in set(a)]
+    gap = gap_for_present(gap, set(a[te]), name)
     return AttrBench(name, X[tr], y[tr], a[tr], X[te], y[te], a[te], present, gap, real_model_fn(arch, dim, norm, crop, weights),
                      crop_flip(crop) if size > crop else None, role=name), df.path.to_numpy()[bad].tolist()
 
@@ -865,7 +894,9 @@ PAPER_T13 = {g: dict(zip(_T2, v)) for g, v in {
 PAPER_T12 = dict(DI=dict(overall_acc=0.490, acc=0.426, prec=0.185, rec=0.353), OS=dict(overall_acc=0.802, acc=0.143, prec=0.323, rec=0.348))
 PAPER_T21 = dict(DI=dict(overall_acc=0.753, acc=0.095, prec=0.020, rec=0.044), OS=dict(overall_acc=0.767, acc=0.072, prec=0.024, rec=0.031))
 # Tables 3-5: attribute shares (train %) of the paper's datasets
-PAPER_PREVALENCE = {"colour-like": _CUB_PCT, "CelebA-like": _CELEBA_PCT, "LFW-like": dict(plain=85.70, thick=8.43, faint=4.17, inverted=1.71)}
+_LFW_PCT = dict(White=85.70, Asian=8.43, Black=4.17, Indian=1.71)
+PAPER_PREVALENCE = {"colour-like": _CUB_PCT, "CelebA-like": _CELEBA_PCT, "LFW-like": dict(zip(LFW_SHARES, _LFW_PCT.values())),
+                    "CUB200 colour": _CUB_PCT, "CelebA": _CELEBA_PCT, "LFW": _LFW_PCT}
 PAPER_PREVALENCE_NAMES = {"LFW-like": dict(plain="White", thick="Asian", faint="Black", inverted="Indian")}
 
 # %% ../../nbs/papers/findml_parade.ipynb #1d7a409e
