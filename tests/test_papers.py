@@ -87,3 +87,33 @@ def test_repository_stands_alone(slug):
     for p in [REPO / "nbs" / "papers" / f"{slug}.ipynb", REPO / "paperlib" / "papers" / f"{slug}.py"]:
         hits = re.findall(r"spec 6\.|spec section|spec §|DESIGN\.md|\(spec [0-9]", p.read_text())
         assert not hits, f"{p.name} cites files outside the repository: {hits[:5]}"
+
+def _tiny_dataset_writer(slug):
+    "The paper test file's `write_tiny_dataset` (None when it has none)."
+    import importlib.util, sys
+    p = REPO / "tests" / f"test_{slug}.py"
+    if not p.exists(): return None
+    sys.path.insert(0, str(REPO / "tests"))
+    try:
+        spec = importlib.util.spec_from_file_location(f"_tiny_{slug}", p)
+        mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
+    finally: sys.path.pop(0)
+    return getattr(mod, "write_tiny_dataset", None)
+
+@pytest.mark.parametrize("slug", PAPERS)
+def test_cache_key_follows_every_data_file(slug, tmp_path, monkeypatch):
+    "Overwrite any one file of the paper's tiny real dataset with other bytes of the same size: the cache key changes."
+    from paperlib.runner import cache_key
+    write = _tiny_dataset_writer(slug)
+    if write is None: pytest.skip(f"tests/test_{slug}.py writes no tiny dataset")
+    monkeypatch.setenv("PAPERLIB_CACHE", str(tmp_path / "cache"))
+    data = tmp_path / "data"; write(data)
+    nb, params = REPO / "nbs" / "papers" / f"{slug}.ipynb", dict(profile="ci", seed=0, device="cpu", data_root=str(data))
+    key = cache_key(nb, params)[0]
+    files = [p for p in sorted(data.rglob("*")) if p.is_file() and p.stat().st_size > 0]
+    assert files and all(p.relative_to(data).parts[0] in paper_meta(nb)["datasets"] for p in files), "tiny dataset outside the declared folders"
+    for p in files[:: max(1, len(files) // 8)]:                     # a spread of files: tables, images, arrays
+        original = p.read_bytes()
+        p.write_bytes(bytes([original[0] ^ 0xFF]) + original[1:])   # same size, other content, same second
+        assert cache_key(nb, params)[0] != key, f"changing {p.relative_to(data)} left the cache key unchanged"
+        p.write_bytes(original)

@@ -13,7 +13,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from ..data import DataError, DataSource, Column, read_table, fingerprint_real
+from ..data import DataError, DataSource, Column, Layout, read_index, register_layout, fingerprint_real
 from ..metric import (LOSSES, LOSS_NAMES, check_loss, is_classification_loss, EmbeddingCNN, embed,
                              retrieval_metrics, map_at_r, map_at_r_torch, random_map_at_r, random_map_at_r_draws, train_embedder, mean_std)
 from ..stats import correct_pvalues
@@ -21,16 +21,17 @@ from ..stats import correct_pvalues
 # %% auto #0
 __all__ = ['REGIMES', 'TRAIN_A', 'VAL_B', 'TEXTURES', 'B_TRAIN_PHOTOS', 'B_TEST_PHOTOS', 'DATASET_FOLDERS', 'BACKGROUND_FOLDER',
            'DATASET_NAMES', 'CLASS_RANGE', 'META_FILES', 'SPLIT_DOC', 'CUB_IMAGES', 'CUB_LABELS', 'SOP_COLUMNS',
-           'LOADERS', 'PAPER_HPARAMS', 'PAPER_LOSS_LR', 'FALLBACK_FACTOR', 'LEARNED_K', 'CONTROL_RATIO', 'BIAS_K',
-           'CLEAN_TOL', 'GAP_REMOVED', 'WIN_SHARE', 'ALPHA', 'PAPER_TABLE1', 'PAPER_TABLE2', 'MIRRORS', 'composite',
-           'random_resized_crop', 'corrupt', 'bgaugment', 'attribution_maps', 'foreground_score', 'overlap', 'iou',
-           'perturb_mask', 'pair_classes', 'digit_pools', 'home_texture', 'render_texture', 'Split', 'make_digit_pairs',
-           'background_bank', 'load_cub', 'load_cars', 'load_sop', 'check_splits', 'load_images', 'background_files',
-           'load_background_folder', 'load_real_data', 'loss_distance', 'needs_fallback', 'Cell', 'attr_subset',
-           'train_cell', 'evaluate_cell', 'run_cell', 'bgaugment_shared', 'make_jobs', 'losses_needed', 'gate_learned',
-           'gate_control', 'rule_bias', 'rule_drop_grows', 'rule_above_random', 'rule_bgaugment_wins',
-           'rule_clean_kept', 'rule_clean_lowered', 'rule_gap_shrinks', 'score_tests', 'rule_scores_higher',
-           'rule_score_drop_inverse', 'table1_rows', 'per_seed']
+           'CUB_LAYOUTS', 'SOP_LAYOUTS', 'LOADERS', 'PAPER_HPARAMS', 'PAPER_LOSS_LR', 'FALLBACK_FACTOR', 'LEARNED_K',
+           'CONTROL_RATIO', 'BIAS_K', 'CLEAN_TOL', 'GAP_REMOVED', 'WIN_SHARE', 'ALPHA', 'PAPER_TABLE1', 'PAPER_TABLE2',
+           'MIRRORS', 'composite', 'random_resized_crop', 'corrupt', 'bgaugment', 'attribution_maps',
+           'foreground_score', 'overlap', 'iou', 'perturb_mask', 'pair_classes', 'digit_pools', 'home_texture',
+           'render_texture', 'Split', 'make_digit_pairs', 'background_bank', 'load_cub', 'load_cars', 'load_sop',
+           'check_splits', 'load_images', 'background_files', 'load_background_folder', 'load_real_data',
+           'loss_distance', 'needs_fallback', 'Cell', 'attr_subset', 'train_cell', 'evaluate_cell', 'run_cell',
+           'bgaugment_shared', 'make_jobs', 'losses_needed', 'gate_learned', 'gate_control', 'rule_bias',
+           'rule_drop_grows', 'rule_above_random', 'rule_bgaugment_wins', 'rule_clean_kept', 'rule_clean_lowered',
+           'rule_gap_shrinks', 'score_tests', 'rule_scores_higher', 'rule_score_drop_inverse', 'table1_rows',
+           'per_seed']
 
 # %% ../../nbs/papers/bgaugment_background_bias.ipynb #9add0458
 def composite(I: torch.Tensor, M: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
@@ -294,6 +295,16 @@ CUB_LABELS = [Column("image_id", kind="int", doc="image number of images.txt"),
 SOP_COLUMNS = [Column("image_id", kind="int", doc="image number"), Column("class_id", kind="int", doc="product, 1-22634"),
                Column("super_class_id", kind="int", doc="category, 1-12"),
                Column("path", doc="`<category>_final/<file>.JPG` under the folder")]
+# the tables, registered for the guide and `paperlib list --data-root` (cars_annos.mat is a MATLAB struct, not a table)
+CUB_LAYOUTS = dict(images=register_layout("bgaugment_background_bias", Layout(
+                       "CUB-200-2011 images", "one line per image: number and relative path", CUB_IMAGES,
+                       index="CUB_200_2011/images.txt", folder="cub2011", sep=None, header=False, unique=("image_id",))),
+                   labels=register_layout("bgaugment_background_bias", Layout(
+                       "CUB-200-2011 labels", "one line per image: number and class", CUB_LABELS,
+                       index="CUB_200_2011/image_class_labels.txt", folder="cub2011", sep=None, header=False, unique=("image_id",))))
+SOP_LAYOUTS = {f: register_layout("bgaugment_background_bias", Layout(
+                   f"SOP {f}", "Stanford Online Products: one line per image", SOP_COLUMNS, index=f,
+                   folder=DATASET_FOLDERS["sop"], sep=None, header=True, unique=("image_id",))) for f in ("Ebay_train.txt", "Ebay_test.txt")}
 
 def _check_classes(df: pd.DataFrame, path: Path, key: str, col: str = "class_id") -> pd.DataFrame:
     "A DataError naming the file, row and column of the first class number outside the dataset's range."
@@ -310,8 +321,8 @@ def load_cub(folder) -> pd.DataFrame:
     folder = Path(folder)
     cub = folder / "CUB_200_2011"
     if not cub.is_dir(): raise DataError(f"missing folder {cub} (unpack CUB_200_2011.tgz into {folder})")
-    images = read_table(cub / "images.txt", CUB_IMAGES, sep=None, header=False, unique=("image_id",))
-    labels = read_table(cub / "image_class_labels.txt", CUB_LABELS, sep=None, header=False, unique=("image_id",))
+    images = read_index(cub / "images.txt", CUB_LAYOUTS["images"])
+    labels = read_index(cub / "image_class_labels.txt", CUB_LAYOUTS["labels"])
     _check_classes(labels, cub / "image_class_labels.txt", "cub2011")
     cls = dict(zip(labels.image_id, labels.class_id))
     for i, v in enumerate(images.image_id):
@@ -365,7 +376,7 @@ def load_sop(folder) -> pd.DataFrame:
     folder = Path(folder)
     parts = []
     for f, part in (("Ebay_train.txt", "train"), ("Ebay_test.txt", "test")):
-        t = read_table(folder / f, SOP_COLUMNS, sep=None, header=True, unique=("image_id",))
+        t = read_index(folder / f, SOP_LAYOUTS[f])
         _check_classes(t, folder / f, "sop")
         parts.append(pd.DataFrame(dict(path=[str(folder / p) for p in t.path],
                                        mask_path=[str((folder / "SOP_masked" / p).with_suffix(".png")) for p in t.path],
