@@ -22,6 +22,7 @@ from ..fairness import (OVERALL, subgroup_upstream, subgroup_downstream, subgrou
                                check_shares, draw_attribute, class_tilted_shares, oversample_groups,
                                DomainIndependentLR, attribute_probe, xi_network, decorrelation, paired_difference)
 from ..stats import correct_pvalues
+from ..report import rule_outcome
 
 # %% auto #0
 __all__ = ['METHODS', 'LOSS_PARAMS', 'MINER_PARAMS', 'LOSS_LR', 'GAP_RULE_CLASS', 'LFW_SHARES', 'CELEBA_SHARES', 'COLOUR_SHARES',
