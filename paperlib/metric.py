@@ -14,10 +14,13 @@ from torch import nn
 import torch.nn.functional as F
 
 # %% auto #0
-__all__ = ['LOSSES', 'CLASSIFICATION_LOSSES', 'LOSS_NAMES', 'MINERS', 'RETRIEVAL_METRICS', 'METRIC_SHORT', 'check_loss',
-           'is_classification_loss', 'make_loss', 'make_miner', 'accuracy_calculator', 'retrieval_metrics', 'map_at_r',
-           'r_precision', 'precision_at_1', 'map_at_r_torch', 'random_map_at_r_draws', 'random_map_at_r',
-           'EmbeddingCNN', 'embed', 'batches', 'TrainResult', 'train_embedder', 'repeated_metrics', 'mean_std']
+__all__ = ['LOSSES', 'CLASSIFICATION_LOSSES', 'LOSS_NAMES', 'MINERS', 'EXTRA_LOSSES', 'DML_LOSSES', 'DML_LOSS_NAMES',
+           'MARGIN_DEFAULTS', 'EXTRA_MINERS', 'RETRIEVAL_METRICS', 'METRIC_SHORT', 'check_loss',
+           'is_classification_loss', 'make_loss', 'make_miner', 'check_dml_loss', 'make_dml_loss',
+           'SemihardSampledMiner', 'make_dml_miner', 'accuracy_calculator', 'retrieval_metrics', 'map_at_r',
+           'r_precision', 'precision_at_1', 'map_at_r_torch', 'random_map_at_r_draws', 'random_map_at_r', 'recall_hits',
+           'recall_at_k', 'sklearn_kmeans', 'cluster_nmi', 'uniformity_kl', 'EmbeddingCNN', 'embed', 'batches',
+           'TrainResult', 'train_embedder', 'repeated_metrics', 'mean_std']
 
 # %% ../nbs/10_metric.ipynb #a3f8d71f
 LOSSES = dict(contrastive="ContrastiveLoss", triplet="TripletMarginLoss", multi_similarity="MultiSimilarityLoss",
@@ -56,6 +59,70 @@ def make_miner(name: str, **params) -> nn.Module:
     if name not in MINERS: raise ValueError(f"unknown miner {name!r}; valid miners: {', '.join(MINERS)}")
     if name == "semihard": params = dict(type_of_triplets="semihard", **params)
     return getattr(miners, MINERS[name])(**params)
+
+# %% ../nbs/10_metric.ipynb #9299dd5f
+EXTRA_LOSSES = dict(margin="MarginLoss", n_pairs="NPairsLoss", proxy_nca="ProxyNCALoss")
+DML_LOSSES = {**LOSSES, **EXTRA_LOSSES}
+DML_LOSS_NAMES = {**LOSS_NAMES, "margin": "Margin", "n_pairs": "N-Pair", "proxy_nca": "ProxyNCA"}
+MARGIN_DEFAULTS = dict(margin=0.2, nu=0.0, beta=1.2, learn_beta=True)
+
+def check_dml_loss(name: str) -> str:
+    "`name` if it is one of the eight losses of `DML_LOSSES`, else a ValueError listing them."
+    if name not in DML_LOSSES:
+        raise ValueError(f"unknown loss {name!r}; valid losses: {', '.join(DML_LOSSES)}")
+    return name
+
+def make_dml_loss(name: str, num_classes: int | None = None, embedding_size: int | None = None, **params) -> nn.Module:
+    "Any loss of `DML_LOSSES` by name; `margin` learns one beta per class when `num_classes` is given (one shared beta otherwise)."
+    if check_dml_loss(name) in LOSSES: return make_loss(name, num_classes, embedding_size, **params)
+    from pytorch_metric_learning import losses
+    cls = getattr(losses, EXTRA_LOSSES[name])
+    if name == "margin":
+        p = {**MARGIN_DEFAULTS, **params}
+        if p["learn_beta"] and "num_classes" not in p: p["num_classes"] = num_classes
+        return cls(**p)
+    if name == "proxy_nca":
+        if num_classes is None or embedding_size is None:
+            raise ValueError("loss 'proxy_nca' learns one proxy per class: pass num_classes and embedding_size")
+        return cls(num_classes=num_classes, embedding_size=embedding_size, **params)
+    return cls(**params)
+
+# %% ../nbs/10_metric.ipynb #ac181463
+class SemihardSampledMiner(nn.Module):
+    "One triplet per anchor: a random positive, a random semi-hard negative (any negative when none is semi-hard)."
+    def __init__(self, margin: float = 0.2):
+        super().__init__()
+        self.margin = float(margin)
+
+    @torch.no_grad()
+    def forward(self, embeddings, labels, ref_emb=None, ref_labels=None):
+        E = F.normalize(embeddings.detach(), dim=1)
+        y = labels.to(E.device)
+        D = torch.cdist(E, E)
+        n = len(y)
+        same = y[:, None] == y[None]
+        eye = torch.eye(n, dtype=torch.bool, device=E.device)
+        pos, neg = same & ~eye, ~same
+        a_idx, p_idx, n_idx = [], [], []
+        for i in range(n):
+            ps, ns = torch.nonzero(pos[i]).flatten(), torch.nonzero(neg[i]).flatten()
+            if len(ps) == 0 or len(ns) == 0: continue
+            p = ps[torch.randint(len(ps), (1,))].item()
+            d = D[i, ns]
+            semi = ns[(d > D[i, p]) & (d < D[i, p] + self.margin)]
+            pool = semi if len(semi) else ns
+            a_idx.append(i); p_idx.append(p); n_idx.append(pool[torch.randint(len(pool), (1,))].item())
+        as_t = lambda v: torch.tensor(v, dtype=torch.long, device=E.device)
+        return as_t(a_idx), as_t(p_idx), as_t(n_idx)
+
+EXTRA_MINERS = dict(semihard_sampled=SemihardSampledMiner)
+
+def make_dml_miner(name: str, **params) -> nn.Module:
+    "A miner of `MINERS` (through `make_miner`) or of `EXTRA_MINERS`, by name."
+    if name in EXTRA_MINERS: return EXTRA_MINERS[name](**params)
+    if name not in MINERS:
+        raise ValueError(f"unknown miner {name!r}; valid miners: {', '.join([*MINERS, *EXTRA_MINERS])}")
+    return make_miner(name, **params)
 
 # %% ../nbs/10_metric.ipynb #7137ec64
 RETRIEVAL_METRICS = ("mean_average_precision_at_r", "r_precision", "precision_at_1")
@@ -127,6 +194,63 @@ def random_map_at_r(labels, dim: int = 128, draws: int = 20, seed: int = 0) -> f
     "Mean MAP@R of `draws` sets of random unit embeddings with `labels`."
     return float(random_map_at_r_draws(labels, dim, draws, seed).mean())
 
+# %% ../nbs/10_metric.ipynb #2f13d243
+def recall_hits(embeddings, labels, k: int = 1, query=None, chunk: int = 2048) -> np.ndarray:
+    "Per query: is a same-class item among its k nearest others (Euclidean, exact)? `query`: indices or a mask (default all)."
+    E, y = _as_tensor(embeddings), _as_tensor(labels, torch.long)
+    if len(E) != len(y): raise ValueError(f"{len(E)} embeddings but {len(y)} labels")
+    if k < 1 or k >= len(E): raise ValueError(f"k must be between 1 and {len(E) - 1}, got {k}")
+    q = torch.arange(len(E)) if query is None else torch.as_tensor(np.flatnonzero(query) if np.asarray(query).dtype == bool else np.asarray(query), dtype=torch.long)
+    out = []
+    for s in range(0, len(q), chunk):
+        qi = q[s:s + chunk]
+        D = torch.cdist(E[qi], E)
+        D[torch.arange(len(qi)), qi] = float("inf")              # the query is not its own neighbour
+        nn_idx = D.topk(k, dim=1, largest=False).indices
+        out.append((y[nn_idx] == y[qi, None]).any(1))
+    return torch.cat(out).numpy() if out else np.zeros(0, dtype=bool)
+
+def recall_at_k(embeddings, labels, k: int = 1, query=None) -> float:
+    "R@k of the queries `query` (default all) against the whole set."
+    return float(recall_hits(embeddings, labels, k, query).mean())
+
+def sklearn_kmeans(seed: int = 0, n_init: int = 10):
+    "scikit-learn's KMeans as PML's `kmeans_func(x, n_clusters) -> cluster labels` (seeded)."
+    def kmeans(x, n_clusters):
+        from sklearn.cluster import KMeans
+        X = x.detach().cpu().numpy() if torch.is_tensor(x) else np.asarray(x)
+        return torch.as_tensor(KMeans(int(n_clusters), n_init=n_init, random_state=seed).fit_predict(X.astype(np.float64)))
+    return kmeans
+
+def cluster_nmi(embeddings, labels, seed: int = 0, n_clusters: int | None = None) -> tuple[float, np.ndarray]:
+    "(NMI, cluster labels): PML's AccuracyCalculator NMI with scikit-learn's K-Means (as many clusters as classes)."
+    from pytorch_metric_learning.utils.accuracy_calculator import AccuracyCalculator
+    E, y = _as_tensor(embeddings), _as_tensor(labels, torch.long)
+    from pytorch_metric_learning.utils.inference import CustomKNN
+    from pytorch_metric_learning.distances import CosineSimilarity
+    k = int(n_clusters or len(torch.unique(y)))
+    got = {}
+    def kmeans(x, n):                                   # PML asks for as many clusters as classes, or ours if given
+        got["clusters"] = sklearn_kmeans(seed)(x, k if n_clusters else n)
+        return got["clusters"]
+    acc = AccuracyCalculator(include=("NMI",), kmeans_func=kmeans, knn_func=CustomKNN(CosineSimilarity()),
+                             device=torch.device("cpu"))
+    nmi = float(acc.get_accuracy(E, y, ref_includes_query=True)["NMI"])
+    return nmi, got["clusters"].numpy()
+
+def uniformity_kl(embeddings, method: str = "svd") -> float:
+    "U_KL: KL(uniform || normalised singular values of the embedding matrix), no centring (lower: more uniform)."
+    from scipy.stats import entropy
+    X = np.asarray(embeddings.detach().cpu() if torch.is_tensor(embeddings) else embeddings, dtype=np.float64)
+    if X.ndim != 2 or len(X) < 2: raise ValueError(f"U_KL needs an (N >= 2) x D matrix, got shape {X.shape}")
+    if method == "svd": s = np.linalg.svd(X, compute_uv=False)
+    elif method == "truncated":
+        from sklearn.decomposition import TruncatedSVD
+        s = TruncatedSVD(n_components=X.shape[1] - 1, n_iter=7, random_state=42).fit(X).singular_values_
+    else: raise ValueError(f"unknown method {method!r}; valid: svd, truncated")
+    s = np.sort(s)[::-1]
+    return float(entropy(np.full(len(s), 1 / len(s)), s / s.sum()))
+
 # %% ../nbs/10_metric.ipynb #e943c755
 class EmbeddingCNN(nn.Module):
     "conv3x3-BN-ReLU-maxpool blocks, flatten, Linear(dim), L2-normalise."
@@ -182,24 +306,25 @@ class TrainResult:
 def train_embedder(model: nn.Module, loss: str, X, y, *, steps: int = 500, batch_size: int = 32, m: int | None = None,
                    lr: float = 1e-3, loss_lr: float = 1e-2, loss_params: dict | None = None, miner: str | None = None,
                    miner_params: dict | None = None, transform=None, validate=None, val_every: int = 100, patience: int = 5, seed: int = 0, device="cpu",
-                   progress: bool = True, desc: str = "train") -> TrainResult:
+                   progress: bool = True, desc: str = "train", weight_decay: float = 0.0) -> TrainResult:
     """Train `model` on (X, y) with the PML loss `loss` (and `miner`); keep the best state by `validate(model)` (higher is better).
-    `model` may be a function that builds it: it is then built after seeding, so `seed` fixes its initial weights too."""
+    `model` may be a function that builds it: it is then built after seeding, so `seed` fixes its initial weights too.
+    `loss` is any name of `DML_LOSSES`, `miner` any name of `make_dml_miner`; `weight_decay` applies to the model only."""
     # tqdm.auto in a notebook needs ipywidgets' IProgress and warns in every forked worker; plain tqdm when silent
     if progress: from tqdm.auto import tqdm
     else: from tqdm import tqdm
-    check_loss(loss)
+    check_dml_loss(loss)
     X, y = _as_tensor(X), _as_tensor(y, torch.long)
     classes, y_idx = torch.unique(y, return_inverse=True)   # classification losses need labels 0..C-1
     torch.manual_seed(seed)
     if not isinstance(model, nn.Module): model = model()
     model = model.to(device)
-    loss_fn = make_loss(loss, num_classes=len(classes), embedding_size=model.dim, **(loss_params or {})).to(device)
-    mine = make_miner(miner, **(miner_params or {})) if miner else None
-    groups = [dict(params=model.parameters(), lr=lr)]
+    loss_fn = make_dml_loss(loss, num_classes=len(classes), embedding_size=model.dim, **(loss_params or {})).to(device)
+    mine = make_dml_miner(miner, **(miner_params or {})) if miner else None
+    groups = [dict(params=model.parameters(), lr=lr, weight_decay=weight_decay)]
     if list(loss_fn.parameters()): groups.append(dict(params=loss_fn.parameters(), lr=loss_lr))
     opt = torch.optim.Adam(groups)
-    m = m or (1 if is_classification_loss(loss) else 4)
+    m = m or (1 if loss in CLASSIFICATION_LOSSES else 4)
     stream = batches(y_idx.numpy(), batch_size, m, seed)
     gen = torch.Generator().manual_seed(seed + 1)
     rows, best, best_step, best_state, bad = [], -np.inf, 0, None, 0

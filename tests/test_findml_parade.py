@@ -1,0 +1,392 @@
+"""Tests of the finDML / PARADE paper: the method (PARADE's loop, the gap rules on the paper's own tables, the
+benchmark construction), every decision rule (a passing and a failing case each), the bad inputs the notebook must
+refuse, and the real-data loaders on tiny datasets in the real layouts (CUB-200-2011 with attributes, Cars196,
+CelebA, LFW) with the ways real files break (`write_tiny_dataset`, `BREAKAGES`)."""
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from PIL import Image
+
+from paperlib.data import DataError
+from paperlib.fairness import subgroup_gap, check_shares
+from paperlib.metric import train_embedder
+from paperlib.papers.findml_parade import (
+    FOLDERS, METHODS, MINER_PARAMS, VARIANTS, PAPER_T13, PAPER_T17, PAPER_T19, PAPER_T20, PAPER_T2A, PAPER_T2B,
+    ParadeNet, mlp_backbone, train_parade, method_spec, digits_class_bench, digits_attr_bench, make_attribute,
+    training_counts, minority_classes, run_class_job, run_attr_job, gap_rows, GAP_RULE_CLASS, load_cub, load_cars,
+    load_celeba, load_lfw, real_class_bench, real_attr_bench, gap_for_present, ita_category, control_per_class,
+    CELEBA_SHARES, LFW_RACES, chance_r1, gate_learned, gate_control, gate_gap_exists, gate_sa_learned, paired_family,
+    rule_c1, rule_c2, trend_test, rule_c4, rule_c5, rule_all_significant, rule_share_significant, rule_direction,
+    rule_lenient, rule_c10, make_jobs, knn_purity, ResNet50, load_resnet50)
+
+TINY_CFG = dict(steps=3, batch_size=16, m=2, lr=1e-3, weight_decay=4e-4, xi_lr=1e-3, xi_hidden=16, classifiers=("LR",),
+                device="cpu")
+
+
+# --- the method -------------------------------------------------------------------------------------------------------
+
+def test_parade_without_its_terms_is_the_library_loop():
+    g = torch.Generator().manual_seed(0)
+    X = torch.rand(96, 64, generator=g); y = torch.arange(6).repeat_interleave(16); X += torch.eye(6, 64)[y]
+    a = np.where(np.arange(96) % 4 == 0, "rare", "common")
+    mk = lambda: ParadeNet(mlp_backbone(64, (16,)), 16, 8)
+    kw = dict(steps=12, batch_size=12, m=4, seed=5, lr=1e-3, weight_decay=4e-4)
+    ref = train_embedder(mk, "margin", X, y, miner="distance_weighted", miner_params=MINER_PARAMS["distance_weighted"],
+                         loss_lr=5e-4, progress=False, **kw).model.state_dict()
+    std = train_parade(mk, X, y, a, alpha_sa=0, rho=0, miner_params=MINER_PARAMS["distance_weighted"], **kw)
+    assert std.xi is None and all(torch.equal(ref[k], std.model.state_dict()[k]) for k in ref)
+    par = train_parade(mk, X, y, a, alpha_sa=0.3, rho=100.0, miner_params=MINER_PARAMS["distance_weighted"], log_every=4, **kw)
+    assert not torch.equal(par.model.head_t.weight, std.model.head_t.weight)
+    assert len(par.history) == 3 and (par.history.c > 0).all()
+    z = [train_parade(mk, X, y, a, alpha_sa=al, rho=r, miner_params=MINER_PARAMS["distance_weighted"], **{**kw, "steps": 0})
+         for al, r in ((0, 0), (0.3, 100.0))]
+    assert all(torch.equal(z[0].model.state_dict()[k], v) for k, v in z[1].model.state_dict().items())   # same initial weights
+
+
+def test_gap_rules_give_the_papers_gaps_from_its_own_tables():
+    r1_std = {g: v["R1"][1] for g, v in PAPER_T20.items()}
+    assert subgroup_gap(r1_std, "reference", reference="White") == pytest.approx(PAPER_T19["standard"]["R1"], abs=5e-4)
+    acc_par = {g: v["acc"][0] for g, v in PAPER_T17.items()}
+    assert subgroup_gap(acc_par, **VARIANTS["CelebA-like"]["gap"]) == pytest.approx(PAPER_T2A["CelebA"]["PARADE"]["acc"], abs=5e-4)
+    r1_col = {g: v["R1"][1] for g, v in PAPER_T13.items()}
+    assert subgroup_gap(r1_col, "top_bottom", k="half") == pytest.approx(PAPER_T2B["Margin·D"]["standard"]["R1"], abs=5e-4)
+    # the text's "worst group vs the others" does not give the published 0.068
+    worst = min(r1_std, key=r1_std.get)
+    assert abs(subgroup_gap(r1_std, "reference", reference=worst) - 0.068) > 0.01
+
+
+def test_class_benchmark_construction():
+    mino = minority_classes(range(10), 3)
+    bal, imb = (training_counts(s, range(10), mino, 60) for s in ("Bal", "Imb"))
+    assert sum(bal.values()) == sum(imb.values()) == 600
+    assert all(imb[c] == 6 for c in mino) and all(83 <= imb[c] <= 84 for c in range(10) if c not in mino)
+    sweep = training_counts("5:95", range(10), mino, 60)
+    assert sum(sweep.values()) == 600 and max(sweep[c] for c in mino) < min(sweep[c] for c in range(10) if c not in mino)
+    assert minority_classes(range(10), 3) != minority_classes(range(10), 4)
+
+
+def test_class_job_is_paired_and_reproducible():
+    cb = digits_class_bench()
+    a = run_class_job(cb, dict(method="Triplet·S", setting="Bal", seed=2), dict(TINY_CFG, batch_size=40, m=4))
+    b = run_class_job(cb, dict(method="Triplet·S", setting="Bal", seed=2), dict(TINY_CFG, batch_size=40, m=4))
+    assert [r["value"] for r in a["rows"]] == [r["value"] for r in b["rows"]]
+    imb = run_class_job(cb, dict(method="Triplet·S", setting="Imb", seed=2), dict(TINY_CFG, batch_size=40, m=4))
+    assert imb["minority"] == a["minority"] and imb["n_train"] == a["n_train"] == 600
+    g = gap_rows(pd.DataFrame(imb["rows"]), ["seed"], GAP_RULE_CLASS)
+    assert {"up", "LR", "DI", "OS"} <= set(g.stage)
+
+
+def test_attribute_variants_and_shares():
+    y = np.repeat(np.arange(10), 90)
+    a = make_attribute("LFW-like", y, 0)
+    assert abs((a == "inverted").mean() - 0.017) < 0.01
+    col = make_attribute("colour-like", y, 0)
+    assert set(col) <= set(VARIANTS["colour-like"]["shares"])
+    ab = digits_attr_bench("LFW-like", 1)
+    plain = ab.a_tr == "plain"
+    assert ab.X_tr[~plain].shape[0] > 50 and ab.gap == dict(rule="reference", reference="plain")
+
+
+def test_bad_inputs_are_refused_with_what_is_wrong():
+    with pytest.raises(ValueError, match=r"sum to 1.05: plain=0.9, thick=0.15"):
+        make_attribute("LFW-like", np.zeros(10), 0, shares=dict(plain=0.9, thick=0.15))
+    with pytest.raises(ValueError, match="valid groups: plain, thick, faint, inverted"):
+        subgroup_gap(dict(plain=0.9, thick=0.8, faint=0.7, inverted=0.5), "reference", reference="White")
+    with pytest.raises(ValueError, match="valid: Margin·D, Margin·S"):
+        method_spec("Margin·Q")
+    with pytest.raises(DataError, match="no test image has the reference value 'White'"):
+        gap_for_present(dict(rule="reference", reference="White"), {"Asian"}, "LFW")
+    with pytest.raises(DataError, match="needs at least 7 training images"):
+        control_per_class(np.repeat(np.arange(8), 5))
+
+
+def test_ita_categories_follow_table_23():
+    assert [ita_category(v) for v in (60, 45, 35, 25, 15, 5)] == ["I", "II", "III", "IV", "V", "VI"]
+
+
+def test_resnet50_loads_torchvision_style_weights(tmp_path):
+    net = ResNet50()
+    sd = dict(net.state_dict()); sd["fc.weight"] = torch.zeros(1000, 2048); sd["fc.bias"] = torch.zeros(1000)
+    torch.save({"module." + k: v for k, v in sd.items()}, tmp_path / "w.pth")
+    loaded = load_resnet50(tmp_path / "w.pth")
+    assert torch.equal(loaded.layer4[2].conv3.weight, net.layer4[2].conv3.weight)
+    (tmp_path / "junk.pth").write_bytes(b"not a checkpoint")
+    with pytest.raises(DataError, match="weights_only=True"):
+        load_resnet50(tmp_path / "junk.pth")
+
+
+# --- decision rules: a case that passes and a case that fails ---------------------------------------------------------
+
+def test_gates():
+    assert chance_r1(np.repeat(np.arange(10), 10)) == pytest.approx(9 / 99)
+    assert gate_learned([0.9, 0.5], 0.099) and not gate_learned([0.9, 0.49], 0.099)
+    assert gate_control([0.019, 0.015]) and not gate_control([0.025, 0.03])
+    assert gate_control([-0.01, 0.01]) and not gate_control([-0.03, -0.02])
+    assert gate_gap_exists([0.22, 0.24], [0.02, 0.03]) and not gate_gap_exists([0.03, 0.04], [0.02, 0.03])
+    assert gate_sa_learned([0.6, 0.5], 4) and not gate_sa_learned([0.45, 0.5], 4)
+
+
+def test_rule_c1():
+    p_ok = {"a": 0.001, "b": 0.01, "c": 0.02, "d": 0.3}
+    assert rule_c1(p_ok, p_ok, imb_r1_mean=0.1, bal_r1_mean=0.01)[0]
+    assert not rule_c1({**p_ok, "c": 0.2}, p_ok, 0.1, 0.01)[0]               # 2 of 4 for R@1
+    assert not rule_c1(p_ok, p_ok, 0.04, 0.01)[0]                              # 0.04 < 5 x 0.01
+    assert not rule_c1(p_ok, p_ok, -0.01, -0.02)[0]                            # no gap at all
+
+
+def test_rule_c2():
+    p = {(m, c): 0.01 for m in ("Margin·D", "Triplet·D") for c in ("LR", "RF")}
+    assert rule_c2(p)[0]
+    assert not rule_c2({**p, ("Triplet·D", "RF"): 0.06})[0]
+    assert not rule_c2({k: v for k, v in p.items() if k[0] == "Margin·D"})[0]   # Triplet·D not run
+
+
+def test_paired_family_direction():
+    x = {"m": [0.2, 0.25, 0.21, 0.3, 0.22], "n": [0.0, 0.02, -0.01, 0.01, 0.0]}
+    y = {"m": [0.01, 0.0, 0.02, 0.01, 0.0], "n": [0.01, 0.0, 0.0, 0.0, 0.01]}
+    t = paired_family(x, y, "greater")
+    assert t.p_adj.iloc[0] < 0.01 and t.p_adj.iloc[1] > 0.3 and set(t.correction) == {"holm"}
+
+
+def test_rule_c4_trend():
+    lv = np.repeat([50, 60, 70, 80, 90, 95], 3)
+    up = 0.01 * (lv - 50) / 5 + np.tile([0.0, 0.005, -0.005], 6)
+    assert rule_c4({"up": trend_test(lv, up)})[0]
+    assert not rule_c4({"up": trend_test(lv, up), "flat": trend_test(lv, np.tile([0.01, 0.0, 0.02], 6))})[0]
+    assert not rule_c4({"down": trend_test(lv, -up)})[0]
+
+
+def test_rule_c5_c10():
+    assert rule_c5(0.01, 0.2) and not rule_c5(0.05, 0.02)
+    assert rule_c10(0.90, 0.92) and rule_c10(0.925, 0.92) and not rule_c10(0.94, 0.92)
+
+
+def test_rules_of_significance():
+    assert rule_all_significant({"a": 0.01, "b": 0.04})[0] and not rule_all_significant({"a": 0.01, "b": 0.06})[0]
+    assert not rule_all_significant({})[0]
+    assert rule_share_significant({"a": 0.01, "b": 0.01, "c": 0.01, "d": 0.5})[0]
+    assert not rule_share_significant({"a": 0.01, "b": 0.01, "c": 0.5, "d": 0.5})[0]
+
+
+def test_rule_direction_and_lenient_reading():
+    assert rule_direction(-0.03, 0.01, "less") and not rule_direction(-0.03, 0.2, "less") and not rule_direction(0.03, 0.01, "less")
+    assert rule_direction(0.05, 0.02, "greater") and not rule_direction(0.05, 0.2, "greater")
+    assert rule_direction(0.01, 0.6, "not_less") and not rule_direction(-0.05, 0.01, "not_less")
+    assert rule_lenient(0.01, 0.5, "less") and not rule_lenient(0.04, 0.01, "less")
+    with pytest.raises(ValueError, match="valid: less, greater, not_less"):
+        rule_direction(0.0, 1.0, "smaller")
+
+
+def test_jobs_and_purity():
+    jobs = make_jobs(["D"], ["LFW-like"], ["Margin·D"], [0, 1], ["Margin·D"], ["40:60"], [0], {}, [0, 1, 2],
+                     {"LFW-like": (0.3, 100.0)}, "LFW-like", (0.1, 0.3), (1.0, 10.0), 0)
+    assert sum(j["part"] == "B" for j in jobs) == 6 and sum(j["part"] == "grid" for j in jobs) == 4
+    assert knn_purity(np.r_[np.zeros((4, 2)), np.ones((4, 2))], list("aaaabbbb"), k=3) == 1.0
+
+
+# --- real data: tiny datasets in the real layouts ----------------------------------------------------------------------
+
+N_CLASSES, PER_CLASS = 8, 16
+COLOURS = ("blue", "brown", "yellow", "black")
+SKIN = ((240, 215, 200), (225, 190, 165), (200, 160, 130), (170, 125, 95), (130, 90, 65), (80, 55, 40), (235, 205, 185), (150, 105, 80))
+RACES = ("White", "White", "White", "Asian", "Asian", "Black", "Black", "Indian")
+
+
+def _img(path: Path, base, k: int, size=(24, 24)):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(k)
+    arr = np.clip(np.asarray(base, float)[None, None] + rng.normal(0, 12, (size[1], size[0], 3)), 0, 255).astype(np.uint8)
+    Image.fromarray(arr).save(path)
+
+
+def write_cub(root: Path):
+    cub = root / FOLDERS["cub2011"] / "CUB_200_2011"
+    images, labels, attrs = [], [], []
+    i = 0
+    for c in range(1, N_CLASSES + 1):
+        for k in range(PER_CLASS):
+            i += 1
+            rel = f"{c:03d}.Bird_{c}/Bird_{c}_{k:04d}.jpg"
+            _img(cub / "images" / rel, (30 * c, 200 - 20 * c, 90), i)
+            images.append(f"{i} {rel}"); labels.append(f"{i} {c}")
+            colour = 2 + (i % 4)                                  # attribute ids 2-5 are primary colours
+            for a in range(1, 7):
+                present = int(a == colour or (a == 6 and k % 2 == 0) or (a == 2 and i % 7 == 0))
+                extra = " 0" if i % 11 == 0 and a == 1 else ""    # the real file has a few lines with a sixth field
+                attrs.append(f"{i} {a} {present} {3 if present else 1} 12.5{extra}")
+    cub.mkdir(parents=True, exist_ok=True)
+    (cub / "images.txt").write_text("\n".join(images) + "\n")
+    (cub / "image_class_labels.txt").write_text("\n".join(labels) + "\n")
+    (cub / "attributes").mkdir(exist_ok=True)
+    (cub / "attributes" / "image_attribute_labels.txt").write_text("\n".join(attrs) + "\n")
+    names = ["has_bill_shape::curved_(up_or_down)"] + [f"has_primary_color::{c}" for c in COLOURS] + ["has_wing_color::red"]
+    (root / FOLDERS["cub2011"] / "attributes.txt").write_text("".join(f"{i} {n}\n" for i, n in enumerate(names, 1)))
+
+
+def write_cars(root: Path):
+    from scipy.io import savemat
+    base = root / FOLDERS["cars196"]
+    rows = []
+    for c in range(1, N_CLASSES + 1):
+        for k in range(PER_CLASS):
+            rel = f"car_ims/{len(rows) + 1:06d}.jpg"
+            _img(base / rel, (25 * c, 90, 220 - 20 * c), len(rows))
+            rows.append((rel, c, k % 2))
+    savemat(base / "cars_annos.mat", {"annotations": np.array(rows, dtype=[("relative_im_path", "O"), ("class", "O"), ("test", "O")])})
+
+
+def write_celeba(root: Path):
+    base = root / FOLDERS["celeba"]
+    ids, marks, i = [], [], 0
+    for person in range(1, N_CLASSES + 1):
+        for k in range(8):
+            i += 1
+            name = f"{i:06d}.jpg"
+            _img(base / "img_align_celeba" / name, SKIN[person - 1], i, size=(40, 48))
+            ids.append(f"{name} {person + 100}")
+            marks.append(f"{name} 12 18 28 18 20 26 14 36 26 36")
+    (base / "identity_CelebA.txt").write_text("\n".join(ids) + "\n")
+    head = "lefteye_x lefteye_y righteye_x righteye_y nose_x nose_y leftmouth_x leftmouth_y rightmouth_x rightmouth_y"
+    (base / "list_landmarks_align_celeba.txt").write_text(f"{len(marks)}\n{head}\n" + "\n".join(marks) + "\n")
+
+
+def write_lfw(root: Path):
+    base = root / FOLDERS["lfw"]
+    cols = ["person", "imagenum", "Male", "Asian", "White", "Black", "Baby", "Indian", "Smiling"]
+    lines = ["# LFW attributes file (version 1.1)", "#\t" + "\t".join(cols)]
+    for p in range(N_CLASSES):
+        name = f"Person {chr(65 + p)}ee"
+        for k in range(1, 9):
+            s = {r: (1.2 if r == RACES[p] else -0.8) for r in LFW_RACES}
+            vals = [name, str(k), "0.5", f"{s['Asian']:.3f}", f"{s['White']:.3f}", f"{s['Black']:.3f}", "-1.1", f"{s['Indian']:.3f}", "0.2"]
+            lines.append("\t".join(vals))
+            folder = name.replace(" ", "_")
+            _img(base / "lfw" / folder / f"{folder}_{k:04d}.jpg", (60 + 20 * p, 120, 180 - 15 * p), 1000 + 10 * p + k)
+    (base / "lfw_attributes.txt").write_text("\n".join(lines) + "\n")
+
+
+def write_tiny_dataset(data_root: Path) -> None:
+    "The paper's four datasets in their real layouts, tiny: 8 classes (identities) each, 16 images per class (8 for faces)."
+    data_root = Path(data_root)
+    write_cub(data_root); write_cars(data_root); write_celeba(data_root); write_lfw(data_root)
+
+
+def load_everything(root: Path, cache: Path):
+    cub, why = load_cub(root / FOLDERS["cub2011"])
+    return dict(cub=cub, why=why, cars=load_cars(root / FOLDERS["cars196"]),
+                celeba=load_celeba(root / FOLDERS["celeba"], cache=cache), lfw=load_lfw(root / FOLDERS["lfw"]))
+
+
+def test_tiny_datasets_load(tmp_path):
+    write_tiny_dataset(tmp_path)
+    d = load_everything(tmp_path, tmp_path / "cache")
+    assert d["why"] is None and len(d["cub"]) == N_CLASSES * PER_CLASS and set(d["cub"].colour.dropna()) <= set(COLOURS)
+    assert d["cub"].colour.notna().all() and d["cub"].label.nunique() == N_CLASSES
+    assert len(d["cars"]) == N_CLASSES * PER_CLASS and d["cars"].label.min() == 1
+    assert set(d["celeba"].skin) <= set(CELEBA_SHARES) and d["celeba"].skin.nunique() >= 3
+    assert list(d["lfw"].race.value_counts().index[:1]) == ["White"] and d["lfw"].label.nunique() == N_CLASSES
+    again = load_celeba(tmp_path / FOLDERS["celeba"], cache=tmp_path / "cache")       # from the ITA cache
+    assert again.skin.tolist() == d["celeba"].skin.tolist() and len(list((tmp_path / "cache").glob("celeba_ita_*.csv"))) == 1
+
+
+def test_cub_without_attribute_labels_runs_the_class_part(tmp_path):
+    write_cub(tmp_path)
+    (tmp_path / FOLDERS["cub2011"] / "CUB_200_2011" / "attributes" / "image_attribute_labels.txt").unlink()
+    cub, why = load_cub(tmp_path / FOLDERS["cub2011"])
+    assert len(cub) == N_CLASSES * PER_CLASS and cub.colour.isna().all()
+    assert "image_attribute_labels.txt is missing" in why and "colour-attribute study" in why and "class-imbalance study runs" in why
+    bench, bad = real_class_bench("CUB200", cub, size=20, crop=16, arch="cnn", dim=8)
+    assert not bad and bench.per_class == 6
+
+
+def test_real_benchmarks_train_and_evaluate(tmp_path):
+    write_tiny_dataset(tmp_path)
+    d = load_everything(tmp_path, tmp_path / "cache")
+    cb, _ = real_class_bench("CARS196", d["cars"], size=20, crop=16, arch="cnn", dim=8)
+    out = run_class_job(cb, dict(method="Margin·D", setting="Imb", seed=0), TINY_CFG)
+    assert out["n_train"] == cb.per_class * N_CLASSES and min(out["counts"].values()) == 1
+    ab, _ = real_attr_bench("LFW", d["lfw"], "race", list(LFW_RACES), dict(rule="reference", reference="White"), size=20,
+                            crop=16, arch="cnn", dim=8, norm="half")
+    res = run_attr_job(ab, dict(method="Margin·D", arm="PARADE", alpha=0.3, rho=100.0, seed=0), TINY_CFG)
+    assert 0 <= res["probe"] <= 1 and np.isfinite(res["probe_sa"])
+    cel, _ = real_attr_bench("CelebA", d["celeba"], "skin", list(CELEBA_SHARES), VARIANTS["CelebA-like"]["gap"], size=20,
+                             crop=16, arch="cnn", dim=8, norm="half")
+    assert set(cel.gap["low"]) | set(cel.gap["high"]) <= set(cel.a_te)
+
+
+def test_bom_header_is_read(tmp_path):
+    write_tiny_dataset(tmp_path)
+    for p in (tmp_path / FOLDERS["cub2011"] / "CUB_200_2011" / "images.txt", tmp_path / FOLDERS["lfw"] / "lfw_attributes.txt"):
+        p.write_text(p.read_text(), encoding="utf-8-sig")
+    d = load_everything(tmp_path, tmp_path / "cache")
+    assert len(d["cub"]) == N_CLASSES * PER_CLASS and len(d["lfw"]) == N_CLASSES * 8
+
+
+# --- breakages: (name, mutate(data_root), expected substring naming the file and the row/column) -----------------------
+
+def _edit(rel, fn):
+    def mutate(root):
+        p = Path(root) / rel
+        lines = p.read_text(encoding="utf-8").splitlines()
+        p.write_text("\n".join(fn(lines)) + "\n", encoding="utf-8")
+    return mutate
+
+def _set(i, text): return lambda lines: lines[:i] + [text] + lines[i + 1:]
+def _write(rel, data: bytes):
+    def mutate(root): (Path(root) / rel).write_bytes(data)
+    return mutate
+def _remove(rel):
+    def mutate(root): (Path(root) / rel).unlink()
+    return mutate
+
+def _cars_bad_class(root):
+    from scipy.io import savemat
+    rows = [(f"car_ims/{i:06d}.jpg", c, 0) for i, c in enumerate([1, 2, "x3"] + [1] * 3, 1)]
+    savemat(Path(root) / FOLDERS["cars196"] / "cars_annos.mat",
+            {"annotations": np.array(rows, dtype=[("relative_im_path", "O"), ("class", "O"), ("test", "O")])})
+
+CUB = "cub2011/CUB_200_2011"
+BREAKAGES = [
+    ("CUB image id not a number", _edit(f"{CUB}/images.txt", _set(2, "x3 001.Bird_1/Bird_1_0002.jpg")),
+     "images.txt, row 3, column 'image_id': 'x3' is not a valid int"),
+    ("CUB duplicate image id", _edit(f"{CUB}/image_class_labels.txt", _set(1, "1 1")), "image_class_labels.txt, row 2, column 'image_id': '1' repeats row 1"),
+    ("CUB image file missing", _remove(f"{CUB}/images/002.Bird_2/Bird_2_0003.jpg"), "missing image file"),
+    ("CUB attribute flag not 0/1", _edit(f"{CUB}/attributes/image_attribute_labels.txt", _set(4, "1 5 2 3 12.5")),
+     "image_attribute_labels.txt, row 5, column 'is_present': '2' is not one of the valid values (0, 1)"),
+    ("CUB attribute of an unknown image", _edit(f"{CUB}/attributes/image_attribute_labels.txt", _set(0, "999 1 0 1 1.0")),
+     "image_attribute_labels.txt, row 1, column 'image_id': image 999 is not in"),
+    ("CUB attribute names empty", _write("cub2011/attributes.txt", b""), "attributes.txt has no rows"),
+    ("CUB class labels not UTF-8", _write(f"{CUB}/image_class_labels.txt", b"1 1\n2 \xff\n"), "image_class_labels.txt, row 2: not UTF-8"),
+    ("Cars class not a number", _cars_bad_class, "cars_annos.mat, row 3 of 'annotations', field 'class': 'x3' is not a class number"),
+    ("Cars annotation file empty", _write("cars196/cars_annos.mat", b""), "cars_annos.mat: cannot read the 'annotations' struct"),
+    ("CelebA identity not a number", _edit("celeba/identity_CelebA.txt", _set(1, "000002.jpg abc")),
+     "identity_CelebA.txt, row 2, column 'identity': 'abc' is not a valid int"),
+    ("CelebA duplicate image", _edit("celeba/identity_CelebA.txt", _set(2, "000001.jpg 101")),
+     "identity_CelebA.txt, row 3, column 'image': '000001.jpg' repeats row 1"),
+    ("CelebA landmark not a number", _edit("celeba/list_landmarks_align_celeba.txt", _set(4, "000003.jpg 12 18 28 18 2x 26 14 36 26 36")),
+     "list_landmarks_align_celeba.txt, row 5, column 'nose_x': '2x' is not a valid int"),
+    ("CelebA landmarks without header line", _edit("celeba/list_landmarks_align_celeba.txt", lambda l: l[:1] + l[2:]),
+     "list_landmarks_align_celeba.txt, row 2: expected the header line"),
+    ("CelebA landmark row too short", _edit("celeba/list_landmarks_align_celeba.txt", _set(3, "000002.jpg 12 18 28")),
+     "list_landmarks_align_celeba.txt, row 4: 4 fields, but the format has 11"),
+    ("CelebA identity file empty", _write("celeba/identity_CelebA.txt", b""), "identity_CelebA.txt has no rows"),
+    ("LFW score not a number", _edit("lfw/lfw_attributes.txt", _set(3, "Person Aee\t2\t0.5\t-0.8\tabc\t-0.8\t-1.1\t-0.8\t0.2")),
+     "lfw_attributes.txt, row 4 (person 'Person Aee'), column 'White': 'abc' is not a valid float"),
+    ("LFW missing race column", _edit("lfw/lfw_attributes.txt", lambda l: l[:1] + [l[1].replace("\tIndian", "\tIndia")] + l[2:]),
+     "lfw_attributes.txt: missing column(s) ['Indian']"),
+    ("LFW duplicate image", _edit("lfw/lfw_attributes.txt", _set(3, "Person Aee\t1\t0.5\t-0.8\t1.2\t-0.8\t-1.1\t-0.8\t0.2")),
+     "lfw_attributes.txt, row 4 (person 'Person Aee'), column 'person' + 'imagenum': 'Person Aee', '1' repeats row 3"),
+    ("LFW image file missing", _remove("lfw/lfw/Person_Bee/Person_Bee_0003.jpg"), "missing image file"),
+]
+
+
+@pytest.mark.parametrize("name,mutate,expected", BREAKAGES, ids=[b[0] for b in BREAKAGES])
+def test_broken_data_is_named(tmp_path, name, mutate, expected):
+    write_tiny_dataset(tmp_path)
+    mutate(tmp_path)
+    with pytest.raises(DataError) as e:
+        load_everything(tmp_path, tmp_path / "cache")
+    assert expected in str(e.value), str(e.value)
