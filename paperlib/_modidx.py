@@ -95,6 +95,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                'paperlib.data.load_real': ('data.html#load_real', 'paperlib/data.py'),
                                'paperlib.data.load_real_tables': ('data.html#load_real_tables', 'paperlib/data.py'),
                                'paperlib.data.read_index': ('data.html#read_index', 'paperlib/data.py'),
+                               'paperlib.data.read_mat_records': ('data.html#read_mat_records', 'paperlib/data.py'),
                                'paperlib.data.read_table': ('data.html#read_table', 'paperlib/data.py'),
                                'paperlib.data.register_layout': ('data.html#register_layout', 'paperlib/data.py')},
             'paperlib.fairness': { 'paperlib.fairness.DomainIndependentLR': ('fairness.html#domainindependentlr', 'paperlib/fairness.py'),

@@ -14,7 +14,7 @@ import pandas as pd
 # %% auto #0
 __all__ = ['COLUMN_KINDS', 'LAYOUTS', 'DataError', 'Column', 'Layout', 'read_table', 'read_index', 'DataSource',
            'embedded_source', 'cache_dir', 'content_digests', 'fingerprint_real', 'load_real', 'load_real_tables',
-           'register_layout', 'dataset_folders', 'dataset_status']
+           'register_layout', 'dataset_folders', 'dataset_status', 'read_mat_records']
 
 # %% ../nbs/01_data.ipynb #e05f306b
 class DataError(ValueError):
@@ -289,3 +289,33 @@ def dataset_status(slug: str, data_root: str | Path) -> list[dict]:
             except DataError as e: row.update(valid=False, error=str(e))
         out.append(row)
     return out
+
+# %% ../nbs/01_data.ipynb #8f0a7735
+def read_mat_records(path, struct: str, fields, *, ints=(), minimum: int | None = None, unique=()) -> pd.DataFrame:
+    "The `fields` of struct array `struct` in the .mat file `path`, one row per record (strings, or whole numbers for `ints`)."
+    from scipy.io import loadmat
+    path = Path(path)
+    if not path.is_file(): raise DataError(f"missing file {path}")
+    try: recs = loadmat(path, squeeze_me=True)[struct]
+    except Exception as e: raise DataError(f"{path}: cannot read the {struct!r} struct ({type(e).__name__}: {e})") from None
+    names = recs.dtype.names or ()
+    for f in fields:
+        if f not in names: raise DataError(f"{path}: the {struct!r} struct has no field {f!r}; found {list(names)}")
+    df = pd.DataFrame({f: [str(v).strip() for v in np.atleast_1d(recs[f])] for f in fields})
+    if df.empty: raise DataError(f"{path}: the {struct!r} struct is empty")
+    where = lambda i, f: f"{path}, row {i + 1} of {struct!r}, field {f!r}"
+    for f in ints:
+        vals = []
+        for i, v in enumerate(df[f]):
+            try: c = int(v); ok = minimum is None or c >= minimum
+            except ValueError: ok = False
+            if not ok: raise DataError(f"{where(i, f)}: {v!r} is not a whole number" + (f" from {minimum}" if minimum is not None else ""))
+            vals.append(c)
+        df[f] = vals
+    for f in unique:
+        seen = {}
+        for i, v in enumerate(df[f]):
+            if v in seen: raise DataError(f"{where(i, f)}: {v!r} repeats row {seen[v]}")
+            seen[v] = i + 1
+    df.attrs["lines"] = list(range(1, len(df) + 1))
+    return df

@@ -360,7 +360,7 @@ BREAKAGES = [
      "image_attribute_labels.txt, row 1, column 'image_id': image 999 is not in"),
     ("CUB attribute names empty", _write("cub2011/attributes.txt", b""), "attributes.txt has no rows"),
     ("CUB class labels not UTF-8", _write(f"{CUB}/image_class_labels.txt", b"1 1\n2 \xff\n"), "image_class_labels.txt, row 2: not UTF-8"),
-    ("Cars class not a number", _cars_bad_class, "cars_annos.mat, row 3 of 'annotations', field 'class': 'x3' is not a class number"),
+    ("Cars class not a number", _cars_bad_class, "cars_annos.mat, row 3 of 'annotations', field 'class': 'x3' is not a whole number from 1"),
     ("Cars annotation file empty", _write("cars196/cars_annos.mat", b""), "cars_annos.mat: cannot read the 'annotations' struct"),
     ("CelebA identity not a number", _edit("celeba/identity_CelebA.txt", _set(1, "000002.jpg abc")),
      "identity_CelebA.txt, row 2, column 'identity': 'abc' is not a valid int"),

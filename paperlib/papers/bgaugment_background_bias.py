@@ -13,7 +13,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from ..data import DataError, DataSource, Column, Layout, read_index, register_layout, fingerprint_real
+from ..data import DataError, DataSource, Column, Layout, read_index, register_layout, fingerprint_real, read_mat_records
 from ..metric import (LOSSES, LOSS_NAMES, check_loss, is_classification_loss, EmbeddingCNN, embed,
                              retrieval_metrics, map_at_r, map_at_r_torch, random_map_at_r, random_map_at_r_draws, train_embedder, mean_std)
 from ..stats import correct_pvalues
@@ -342,33 +342,16 @@ def load_cub(folder) -> pd.DataFrame:
 
 def load_cars(folder) -> pd.DataFrame:
     "Cars196 index (path, mask_path, label 0-195, split, table, line) of the folder `cars196/`, from cars_annos.mat."
-    from scipy.io import loadmat
     folder = Path(folder)
     mat = folder / "cars_annos.mat"
-    if not mat.is_file(): raise DataError(f"missing file {mat}")
-    try: ann = loadmat(mat, squeeze_me=True)["annotations"]
-    except Exception as e: raise DataError(f"{mat}: cannot read the 'annotations' struct ({type(e).__name__}: {e})") from None
-    names = ann.dtype.names or ()
-    for f in ("relative_im_path", "class"):
-        if f not in names: raise DataError(f"{mat}: the 'annotations' struct has no field {f!r}; found {list(names)}")
-    rel = [str(r) for r in np.atleast_1d(ann["relative_im_path"])]
-    raw = list(np.atleast_1d(ann["class"]))
-    if not rel: raise DataError(f"{mat}: the 'annotations' struct is empty")
-    cls = []
-    for i, v in enumerate(raw):
-        try: c = int(str(v).strip()); ok = float(str(v).strip()) == c
-        except ValueError: ok = False
-        if not ok: raise DataError(f"{mat}, row {i + 1} of 'annotations', field 'class': {v!r} is not a whole number")
-        cls.append(c)
-    t = pd.DataFrame(dict(class_id=cls)); t.attrs["lines"] = list(range(1, len(cls) + 1))
+    ann = read_mat_records(mat, "annotations", ("relative_im_path", "class"), ints=("class",), minimum=1,
+                           unique=("relative_im_path",))
+    t = pd.DataFrame(dict(class_id=ann["class"])); t.attrs["lines"] = ann.attrs["lines"]
     _check_classes(t, f"{mat} ('annotations')", "cars196")
-    seen = {}
-    for i, r in enumerate(rel):
-        if r in seen: raise DataError(f"{mat}, row {i + 1} of 'annotations', field 'relative_im_path': {r!r} repeats row {seen[r]}")
-        seen[r] = i + 1
+    rel = ann.relative_im_path
     df = pd.DataFrame(dict(path=[str(folder / r) for r in rel],
                            mask_path=[str(folder / "car_ims_masked" / (Path(r).stem + ".png")) for r in rel],
-                           label=np.array(cls) - 1, table=f"{mat} ('annotations')", line=range(1, len(rel) + 1)))
+                           label=ann["class"].to_numpy() - 1, table=f"{mat} ('annotations')", line=ann.attrs["lines"]))
     return _check_files(_with_split(df, 74, 98))
 
 def load_sop(folder) -> pd.DataFrame:

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 import torch.nn.functional as F
 
-from ..data import DataError, DataSource, Column, read_table, fingerprint_real, cache_dir
+from ..data import DataError, DataSource, Column, Layout, read_table, register_layout, fingerprint_real, cache_dir, read_mat_records
 from ..metric import (DML_LOSS_NAMES, check_dml_loss, make_dml_loss, make_dml_miner, train_embedder, embed,
                              batches, mean_std, recall_hits)
 from ..fairness import (OVERALL, subgroup_upstream, subgroup_downstream, subgroup_alignment, subgroup_gap,
@@ -412,6 +412,13 @@ CELEBA_MARKS = [Column("image"), *[Column(c, kind="int") for c in ("lefteye_x", 
                 "nose_x", "nose_y", "leftmouth_x", "leftmouth_y", "rightmouth_x", "rightmouth_y")]]
 LFW_RACES = ("White", "Black", "Asian", "Indian")
 LFW_ATTRS = [Column("person"), Column("imagenum", kind="int"), *[Column(r, kind="float") for r in LFW_RACES]]
+
+# the index tables read before any image, registered so `paperlib list --data-root` and the guide can check them
+for _name, _doc, _cols, _index, _folder, _unique in (
+        ("CUB-200-2011 images", "one line per image: number and relative path", CUB_IMAGES, "CUB_200_2011/images.txt", "cub2011", ("image_id",)),
+        ("CUB-200-2011 labels", "one line per image: number and class", CUB_LABELS, "CUB_200_2011/image_class_labels.txt", "cub2011", ("image_id",)),
+        ("CelebA identities", "one line per image: file name and person", CELEBA_IDS, "identity_CelebA.txt", "celeba", ("image",))):
+    register_layout("findml_parade", Layout(_name, _doc, _cols, index=_index, folder=_folder, sep=None, header=False, unique=_unique))
 PRIMARY = "has_primary_color::"
 ITA_BINS = ((50, "I"), (40, "II"), (30, "III"), (20, "IV"), (10, "V"), (-np.inf, "VI"))
 
@@ -488,27 +495,12 @@ def table_files(key: str, folder) -> list[Path]:
 
 def load_cars(folder) -> pd.DataFrame:
     "Cars196 index (path, label, table, line) of `cars196/`, from cars_annos.mat."
-    from scipy.io import loadmat
     folder = Path(folder)
     mat = folder / "cars_annos.mat"
-    if not mat.is_file(): raise DataError(f"missing file {mat}")
-    try: ann = loadmat(mat, squeeze_me=True)["annotations"]
-    except Exception as e: raise DataError(f"{mat}: cannot read the 'annotations' struct ({type(e).__name__}: {e})") from None
-    names = ann.dtype.names or ()
-    for f in ("relative_im_path", "class"):
-        if f not in names: raise DataError(f"{mat}: the 'annotations' struct has no field {f!r}; found {list(names)}")
-    rel = [str(r) for r in np.atleast_1d(ann["relative_im_path"])]
-    if not rel: raise DataError(f"{mat}: the 'annotations' struct is empty")
-    cls, seen = [], {}
-    for i, v in enumerate(np.atleast_1d(ann["class"])):
-        try: c = int(str(v).strip()); ok = float(str(v).strip()) == c and c >= 1
-        except ValueError: ok = False
-        if not ok: raise DataError(f"{mat}, row {i + 1} of 'annotations', field 'class': {v!r} is not a class number (from 1)")
-        cls.append(c)
-    for i, r in enumerate(rel):
-        if r in seen: raise DataError(f"{mat}, row {i + 1} of 'annotations', field 'relative_im_path': {r!r} repeats row {seen[r]}")
-        seen[r] = i + 1
-    df = pd.DataFrame(dict(path=[str(folder / r) for r in rel], label=cls, table=f"{mat} ('annotations')", line=range(1, len(rel) + 1)))
+    ann = read_mat_records(mat, "annotations", ("relative_im_path", "class"), ints=("class",), minimum=1,
+                           unique=("relative_im_path",))
+    df = pd.DataFrame(dict(path=[str(folder / r) for r in ann.relative_im_path], label=ann["class"].tolist(),
+                           table=f"{mat} ('annotations')", line=ann.attrs["lines"]))
     _check_files(df.path, df.table, df.line, "relative_im_path")
     return df
 
