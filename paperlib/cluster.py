@@ -147,16 +147,15 @@ class DaskExecutor:
                 time.sleep(0.2)
         except KeyboardInterrupt as e:
             unfinished = list(pending.items())
-            with _suppress(): Event(cancel, client=client).set()
-            with _suppress(): client.cancel(list(futs))
+            _bounded(lambda: Event(cancel, client=client).set())
+            _bounded(lambda: client.cancel(list(futs)))
             for fut, job in unfinished:
                 done(job, Outcome("interrupted", 0.0, f"interrupted ({getattr(e, 'reason', 'Ctrl-C')}); the task was "
                                   "cancelled on the cluster and the last good report is kept", [], None))
             raise
         finally:
-            with _suppress(): client.close()
-            if cluster is not None:
-                with _suppress(): cluster.close()
+            _bounded(lambda: client.close(timeout=10), 15)
+            if cluster is not None: _bounded(lambda: cluster.close(timeout=10), 15)
 
     def _outcome(self, job: Job, fut) -> Outcome:
         "The job's Outcome from its finished future: the report folder unpacked into its staging folder."
@@ -170,9 +169,14 @@ class DaskExecutor:
             r.update(status="failed", error="the worker reported success but sent no manifest.json back")
         return Outcome(r["status"], r["seconds"], r["error"], r["log"], r["worker"])
 
-class _suppress:
-    def __enter__(self): return self
-    def __exit__(self, *a): return True
+def _bounded(call, seconds: float = 10):
+    """Run a clean-up `call` for at most `seconds`, ignoring its errors: after Ctrl-C the command must exit even when
+    the scheduler does not answer (a Dask sync call has no deadline of its own)."""
+    def guarded():
+        try: call()
+        except Exception: pass
+    t = threading.Thread(target=guarded, daemon=True)
+    t.start(); t.join(seconds)
 
 # %% ../nbs/13_cluster.ipynb #1331abd0
 def slurm_cluster(partition: str, cores: int = 8, memory: str = "32GB", walltime: str = "04:00:00", gpus: int = 1,
