@@ -4,7 +4,7 @@
 
 # %% ../nbs/08_cli.ipynb #ba1ca48b
 from __future__ import annotations
-import sys, time, signal, argparse, faulthandler
+import sys, time, signal, argparse, contextlib, faulthandler
 from pathlib import Path
 
 from .core import PROFILES, RunParams, read_settings, check_number
@@ -88,7 +88,8 @@ def datasets_table(data_root: str, root: Path | None = None) -> str:
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
     # `kill -USR1 <pid>` prints every thread's stack to stderr: how a command that hangs is diagnosed
-    if hasattr(signal, "SIGUSR1"): faulthandler.register(signal.SIGUSR1, all_threads=True)
+    with contextlib.suppress(AttributeError, ValueError, OSError):   # no SIGUSR1, or stderr is not a file (Jupyter)
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
     try:
         if args.cmd == "list": print(cmd_list(data_root=args.data_root)); return 0
         if args.cmd == "index": print(write_index(read_settings()["reports"])); return 0
