@@ -39,20 +39,23 @@ def code_cells(path: Path) -> list[str]:
 
 # %% ../nbs/11_collection.ipynb #f3526ae6
 def parse_frontmatter(src: str) -> dict:
-    "The `key: value` lines between the first two `---` lines of `src` ({} when there are none)."
+    "The YAML mapping between the first two `---` lines of `src` ({} when there are none), values as strings."
+    import yaml
     m = re.match(r"\s*---\s*\n(.*?)\n---", src, re.S)
-    out = {}
-    for line in (m.group(1).splitlines() if m else []):
-        if ":" in line and not line.startswith((" ", "\t", "#")):
-            k, v = line.split(":", 1)
-            out[k.strip()] = v.strip().strip("'\"")
-    return out
+    if not m: return {}
+    # YAML, as nbdev and the docs site read it: an unquoted value with ': ' inside is an error there too
+    try: meta = yaml.safe_load(m.group(1)) or {}
+    except yaml.YAMLError as e: raise ValueError(f"the frontmatter is not valid YAML (quote values that contain ': '): {e}") from None
+    if not isinstance(meta, dict): raise ValueError(f"the frontmatter must be `key: value` lines, got {m.group(1)[:80]!r}")
+    return {str(k): "" if v is None else str(v) for k, v in meta.items()}
 
 def paper_meta(path: Path) -> dict:
     "The frontmatter of a paper notebook, with the slug as fallback title and `datasets` as a list."
     meta = dict(slug=Path(path).stem, title=Path(path).stem, venue="", authors="", description="")
     cells = read_nb(path).get("cells", [])
-    if cells and cells[0]["cell_type"] in ("raw", "markdown"): meta.update(parse_frontmatter("".join(cells[0]["source"])))
+    if cells and cells[0]["cell_type"] in ("raw", "markdown"):
+        try: meta.update(parse_frontmatter("".join(cells[0]["source"])))
+        except ValueError as e: raise ValueError(f"{path}: {e}") from None
     meta["datasets"] = [d.strip() for d in str(meta.get("datasets") or "").split(",") if d.strip()]
     return meta
 
@@ -130,13 +133,17 @@ def new_paper(slug: str, title: str, venue: str, authors: str = "", description:
     values = dict(slug=slug, title=title, venue=venue, authors=authors or "(authors)",
                   description=description or f"A reproduction of {title} ({venue}).")
     nb = read_nb(template)
-    for c in nb["cells"]: c["source"] = _fill("".join(c["source"]), values)
+    # the frontmatter is YAML with double-quoted values: they are escaped as in a JSON string (which is a YAML
+    # double-quoted scalar), so a title such as 'DAP-SDD: "..."' stays one value
+    quoted = {k: json.dumps(v, ensure_ascii=False)[1:-1] for k, v in values.items()}
+    for i, c in enumerate(nb["cells"]): c["source"] = _fill("".join(c["source"]), quoted if i == 0 else values)
     nb_path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     test_path.parent.mkdir(exist_ok=True)
     test_path.write_text(_fill(TEST_TEMPLATE, values), encoding="utf-8")
     if export:
-        from nbdev.doclinks import nbdev_export
-        nbdev_export(str(nb_path))
+        # imported under another name: nbdev-test skips every cell whose text calls nbdev_export, this one included
+        from nbdev.doclinks import nbdev_export as export_module
+        export_module(str(nb_path))
     return [nb_path, test_path]
 
 TEST_TEMPLATE = '''"The real-data path of {{slug}}: a tiny dataset written in the real layout, and the ways real files break."

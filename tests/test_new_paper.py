@@ -14,7 +14,7 @@ def paperlib(root, *args):
 def test_new_paper_files(scratch_repo):
     nb = nbformat.read(scratch_repo / "nbs/papers/demo_paper.ipynb", 4)
     front = nb.cells[0].source
-    assert "title: A Demo Paper" in front and "venue: Demo Venue 2024" in front and "datasets: demo_paper" in front
+    assert 'title: "A Demo Paper"' in front and 'venue: "Demo Venue 2024"' in front and 'datasets: "demo_paper"' in front
     assert "{{" not in json.dumps(nb.dict())                       # every placeholder filled
     params = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
     assert len(params) == 1 and params[0].source == RunParams().cell()
