@@ -161,15 +161,16 @@ class ContrastiveRun:
     model: nn.Module
     history: pd.DataFrame
 
-def train_contrastive(model, X, y, *, loss: str = "spread", tau: float = 0.5, alpha: float | None = None, steps: int = 300,
+def train_contrastive(model, X, y, *, loss: str | None = "spread", tau: float = 0.5, alpha: float | None = None, steps: int = 300,
                       batch_size: int = 256, lr: float = 1e-3, y_ce=None, ce_weight: float = 1.0, augment_params: dict | None = None,
                       relabel=None, seed: int = 0, device="cpu", log_every: int = 25, progress: bool = True,
                       desc: str = "contrastive") -> ContrastiveRun:
     """Train `model` (or a function building it, after seeding) for `steps` Adam steps on the contrastive loss `loss`
-    with labels `y` plus `ce_weight` x cross-entropy of its head on `y_ce` (default `y`; -1: no CE label)."""
+    with labels `y` plus `ce_weight` x cross-entropy of its head on `y_ce` (default `y`; -1: no CE label).
+    `loss=None`: the cross-entropy baseline (the same network and views, no contrastive term)."""
     if progress: from tqdm.auto import tqdm
     else: from tqdm import tqdm
-    check_contrastive_loss(loss)
+    if loss is not None: check_contrastive_loss(loss)
     if loss == "spread": alpha = check_alpha(0.5 if alpha is None else alpha)
     elif alpha is not None: raise ValueError(f"alpha belongs to the spread loss, not to {loss!r}")
     X = X.detach().float() if torch.is_tensor(X) else torch.as_tensor(np.asarray(X), dtype=torch.float32)
@@ -193,7 +194,7 @@ def train_contrastive(model, X, y, *, loss: str = "spread", tau: float = 0.5, al
         yb = y[idx].to(device)
         if relabel is not None:
             with torch.no_grad(): yb = relabel(z.detach(), yb, gen)
-        l_con = contrastive_loss(loss, z, yb, tau, alpha)
+        l_con = contrastive_loss(loss, z, yb, tau, alpha) if loss is not None else torch.zeros((), device=device)
         lab = y_ce[idx].repeat(2).to(device)
         keep = lab >= 0
         l_ce = F.cross_entropy(model.head(z[keep]), lab[keep]) if ce_weight and keep.any() else torch.zeros((), device=device)
