@@ -1,0 +1,102 @@
+"Tests of paperlib.contrastive: the losses against pytorch-metric-learning where they coincide, bad input, the augmentations, the geometry statistics."
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from paperlib.contrastive import (CONTRASTIVE_LOSSES, contrastive_loss, supcon_loss, simclr_loss, attract_loss, repel_loss,
+                                  spread_loss, check_alpha, augment, two_views, ContrastiveCNN, train_contrastive,
+                                  head_predict, linear_probe, intra_class_cosine, centre_similarity, stratum_geometry)
+
+
+def _batch(b=6, d=5, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(2 * b, d, generator=g)
+
+
+def test_unknown_loss_lists_valid_ones():
+    with pytest.raises(ValueError) as e:
+        contrastive_loss("triplet", _batch(), torch.zeros(6))
+    for name in CONTRASTIVE_LOSSES:
+        assert name in str(e.value)
+
+
+@pytest.mark.parametrize("alpha", [-0.01, 1.01, 5])
+def test_alpha_outside_unit_interval_refused(alpha):
+    with pytest.raises(ValueError, match=r"alpha must lie in \[0, 1\]"):
+        spread_loss(_batch(), torch.zeros(6), alpha=alpha)
+    with pytest.raises(ValueError, match="alpha must lie"):
+        check_alpha(alpha)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_attract_equals_pml_supcon_with_one_positive(seed):
+    z = _batch(seed=seed)
+    y = torch.arange(6)                      # every image its own class: P(i, B) = {x_i^aug}
+    assert torch.allclose(attract_loss(z, y), supcon_loss(z, y), atol=1e-5)
+    assert torch.allclose(attract_loss(z, y), simclr_loss(z), atol=1e-5)
+
+
+def test_repel_equals_pml_ntxent_with_one_class():
+    z = _batch()
+    assert torch.allclose(repel_loss(z, torch.zeros(6)), simclr_loss(z), atol=1e-5)
+    assert float(attract_loss(z, torch.zeros(6))) == pytest.approx(0.0, abs=1e-6)
+
+
+def test_attract_below_supcon_with_several_positives():
+    z, y = _batch(), torch.tensor([0, 0, 0, 1, 1, 1])
+    assert attract_loss(z, y) < supcon_loss(z, y)
+
+
+def test_spread_mixes_attract_and_repel():
+    z, y = _batch(), torch.tensor([0, 1, 0, 1, 2, 2])
+    a, r = attract_loss(z, y), repel_loss(z, y)
+    assert torch.allclose(spread_loss(z, y, alpha=0.3), 0.3 * a + 0.7 * r, atol=1e-6)
+
+
+def test_collapse_minimises_supcon_not_repel():
+    # a collapsed batch (one point per class) gives a lower SupCon than a spread one; L_repel prefers the spread one
+    y = torch.tensor([0, 0, 1, 1])
+    collapsed = torch.tensor([[1., 0], [1, 0], [-1, 0], [-1, 0]]).repeat(2, 1)
+    spread = torch.tensor([[1., .6], [1, -.6], [-1, .6], [-1, -.6]]).repeat(2, 1)
+    assert supcon_loss(collapsed, y, 0.5) < supcon_loss(spread, y, 0.5)
+    assert repel_loss(spread, y, 0.5) < repel_loss(collapsed, y, 0.5)
+
+
+def test_bad_stack_named():
+    with pytest.raises(ValueError, match="stack the two views"):
+        attract_loss(torch.randn(5, 3), torch.arange(2))
+
+
+def test_augment_shift_keeps_pixels_and_is_seeded():
+    X = torch.arange(3 * 36, dtype=torch.float32).reshape(3, 1, 6, 6) + 1
+    v = augment(X, torch.Generator().manual_seed(0), shift=1, brightness=None, noise=0)
+    for i in range(3):
+        assert set(v[i].flatten().tolist()) <= set(X[i].flatten().tolist()) | {0.0}
+    assert torch.equal(two_views(X, torch.Generator().manual_seed(3)), two_views(X, torch.Generator().manual_seed(3)))
+    assert not torch.equal(two_views(X, torch.Generator().manual_seed(3)), two_views(X, torch.Generator().manual_seed(4)))
+
+
+def test_training_learns_a_separable_task():
+    g = torch.Generator().manual_seed(0)
+    X = torch.rand(120, 1, 8, 8, generator=g) * 0.3
+    y = torch.arange(120) % 2
+    X[y == 0, :, :, :4] += 0.7
+    X[y == 1, :, :, 4:] += 0.7
+    run = train_contrastive(lambda: ContrastiveCNN(2), X, y, loss="supcon", steps=30, batch_size=32, progress=False)
+    assert (head_predict(run.model, X) == y.numpy()).mean() > 0.9
+    # CE labels -1 are left out: an all-missing CE gives a zero CE term
+    run2 = train_contrastive(lambda: ContrastiveCNN(2), X, y, loss="simclr", steps=3, batch_size=16, progress=False,
+                             y_ce=np.full(120, -1))
+    assert (run2.history.ce == 0).all()
+
+
+def test_linear_probe_and_geometry():
+    E = np.array([[1, 0], [1, 0.1], [0, 1], [0.1, 1.]])
+    assert linear_probe(E, [0, 0, 1, 1], E, [0, 0, 1, 1])["acc"] == 1.0
+    assert intra_class_cosine(np.array([[1., 0], [1, 0]]), [0, 0]) == pytest.approx(1.0)
+    assert intra_class_cosine(np.array([[1., 0], [-1, 0]]), [0, 0]) == pytest.approx(-1.0)
+    cs = centre_similarity(np.array([[1., 0], [0, 1]]), [0, 0])
+    assert cs == pytest.approx([np.sqrt(.5)] * 2)
+    g = stratum_geometry(np.array([[1., 0], [1, 0], [1, 0], [0, 1]]), [0, 0, 0, 0], [0, 0, 0, 1])
+    assert g.set_index("stratum").centre_cos[1] < g.set_index("stratum").centre_cos[0]   # the rare stratum is farther
