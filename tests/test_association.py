@@ -87,4 +87,4 @@ def test_weat_exact_against_brute_force_and_sampled():
 def test_weat_bad_input():
     with pytest.raises(ValueError, match="zero vector"): weat_association([[0., 0]], A, B)
     with pytest.raises(ValueError, match="dimensions differ"): weat_association([[1., 0, 0]], A, B)
-    with pytest.raises(ValueError, match="valid: greater, two-sided"): weat_test(TX, TY, A, B, alternative="less")
+    with pytest.raises(ValueError, match="valid: greater, less, two-sided"): weat_test(TX, TY, A, B, alternative="bigger")
