@@ -103,8 +103,9 @@ def _resample_counts(strata_ids, n_boot, rng) -> np.ndarray:
     "Bootstrap counts (n_boot x m): each stratum resampled with replacement to its own size."
     C = np.zeros((n_boot, len(strata_ids)))
     for s in np.unique(strata_ids):
-        idx = np.flatnonzero(strata_ids == s)
-        C[:, idx] = rng.multinomial(len(idx), np.full(len(idx), 1 / len(idx)), size=n_boot)
+        idx = np.flatnonzero(strata_ids == s); k = len(idx)
+        draws = rng.integers(0, k, (n_boot, k)) + k * np.arange(n_boot)[:, None]   # one bincount for all replicates
+        C[:, idx] = np.bincount(draws.ravel(), minlength=n_boot * k).reshape(n_boot, k)
     return C
 
 def bootstrap_effect_size(X, Y, A, B, strata_a=None, strata_b=None, n_boot: int = 1000, level: float = 0.95,
@@ -206,27 +207,32 @@ def planted_test(geom: PlantedGeometry, x, y, concept_a: str, concept_b: str, be
     strata = np.r_[np.zeros(n_attr, int), np.ones(n_attr, int)]
     return dict(X=X, Y=Y, A=A, B=B, strata_a=strata, strata_b=strata.copy(), beta=beta)
 
-def expected_effect_size(geom: PlantedGeometry, beta: float, n_targets: int = 4000, n_attr: int = 2000, reps: int = 2,
-                         seed: int = 12345, ddof: int = 0) -> float:
-    "The planted d: the effect size of a very large draw (sampling noise of targets and attributes averaged away)."
-    g0, g1 = geom.groups[:2]; k0, k1 = geom.concepts[:2]
+def expected_effect_size(geom: PlantedGeometry, beta: float, x=None, y=None, concept_a=None, concept_b=None,
+                         n_targets: int = 4000, n_attr: int = 2000, reps: int = 2, seed: int = 12345, ddof: int = 0,
+                         beta_x: dict | None = None, beta_y: dict | None = None) -> float:
+    """The planted d of a test (default: the first two groups and concepts): the mean effect size of `reps` very large
+    draws, so that the sampling noise of targets and attribute items averages away."""
+    x, y = x if x is not None else geom.groups[0], y if y is not None else geom.groups[1]
+    concept_a, concept_b = concept_a or geom.concepts[0], concept_b or geom.concepts[1]
     rng = np.random.default_rng(seed)
     ds = []
     for _ in range(reps):
-        t = planted_test(geom, g0, g1, k0, k1, beta, n_targets, n_attr, rng)
+        t = planted_test(geom, x, y, concept_a, concept_b, beta, n_targets, n_attr, rng, beta_x, beta_y)
         ds.append(weat_effect_size(t["X"], t["Y"], t["A"], t["B"], ddof))
     return float(np.mean(ds))
 
 def effect_size_curve(geom: PlantedGeometry, betas, **kw) -> pd.DataFrame:
-    "The planted β -> expected d curve (odd in β), for inverting a wanted d into a β."
-    betas = np.unique(np.abs(np.asarray(betas, float)))
-    d = [expected_effect_size(geom, b, **kw) for b in betas]
-    return pd.DataFrame(dict(beta=betas, d=d))
+    """The planted β -> expected d curve, for inverting a wanted d into a β. Every β uses the same random numbers (one
+    seed), so the curve is smooth; give negative β too when the geometry is not symmetric (e.g. post-ReLU)."""
+    betas = np.unique(np.asarray(betas, float))
+    return pd.DataFrame(dict(beta=betas, d=[expected_effect_size(geom, b, **kw) for b in betas]))
 
 def beta_for_d(d, curve: pd.DataFrame) -> np.ndarray:
-    "The β whose expected d is `d`, by monotone interpolation of `curve` (sign kept; |d| beyond the curve is clipped)."
+    """The β whose expected d is `d`, by monotone interpolation of `curve` (clipped at its ends). A curve of β >= 0 only
+    is taken as odd (d(-β) = -d(β))."""
     d = np.asarray(d, float)
     if not np.all(np.diff(curve.d.values) > 0): raise ValueError("the curve's d must increase with β to be inverted")
+    if (curve.beta < 0).any(): return np.interp(d, curve.d.values, curve.beta.values)
     return np.sign(d) * np.interp(np.abs(d), curve.d.values, curve.beta.values)
 
 # %% ../nbs/15_association.ipynb #a55c0022

@@ -241,14 +241,17 @@ def permutation_p(null_hits: np.ndarray, draws: int, exact: bool, convention: st
     if exact or convention == "raw": return h / draws
     return np.minimum(1.0, (1 + h) / (draws + (convention == "plus-one")))
 
-def partition_test(s, n_x: int, n_samples: int = 100_000, seed: int = 0, alternative: str = "greater",
+def partition_test(s, n_x: int, n_samples: int = 100_000, seed: int = 0, alternative="greater",
                    convention: str = "plus-one", exact: bool | None = None) -> dict:
     """Permutation test of S = sum_{X} s - sum_{Y} s over the partitions of the items into sets of sizes n_x, n - n_x.
     `s` holds the per-item scores with X first: one vector (n,) or a batch (k, n) of score vectors tested with the
     same partitions (each row's p is a valid permutation p-value; the rows share their Monte-Carlo draws).
-    `exact=None`: enumerate when C(n, n_x) <= n_samples. Two-sided compares |S_i - E S_i| with |S - E S_i|."""
+    `exact=None`: enumerate when C(n, n_x) <= n_samples. Two-sided compares |S_i - E S_i| with |S - E S_i|.
+    `alternative` may be a tuple: then `p` and `hits` are dicts by alternative, all from the same draws."""
     from math import comb
-    if alternative not in ALTERNATIVES: raise ValueError(f"unknown alternative {alternative!r}; valid: {', '.join(ALTERNATIVES)}")
+    alts = (alternative,) if isinstance(alternative, str) else tuple(alternative)
+    for a in alts:
+        if a not in ALTERNATIVES: raise ValueError(f"unknown alternative {a!r}; valid: {', '.join(ALTERNATIVES)}")
     S = np.atleast_2d(np.asarray(s, dtype=float))
     n = S.shape[1]
     if not 0 < n_x < n: raise ValueError(f"n_x must be between 1 and {n - 1} (both sets non-empty), got {n_x}")
@@ -259,17 +262,21 @@ def partition_test(s, n_x: int, n_samples: int = 100_000, seed: int = 0, alterna
     exact = n_part <= n_samples if exact is None else bool(exact)
     batches = [all_subsets(n, n_x)] if exact else random_subsets(n, n_x, n_samples, np.random.default_rng(seed))
     tol = 1e-12 * np.maximum(1.0, np.abs(S).sum(1))   # sums of the same partition in another order
-    hits, draws = np.zeros(len(S)), 0
+    hits, draws = {a: np.zeros(len(S)) for a in alts}, 0
     for M in batches:
         null = 2 * (S @ M.T) - total                    # (k, chunk)
-        if alternative == "greater": hit = null >= observed[:, None] - tol[:, None]
-        elif alternative == "less": hit = null <= observed[:, None] + tol[:, None]
-        else: hit = np.abs(null - centre[:, None]) >= np.abs(observed - centre)[:, None] - tol[:, None]
-        hits += hit.sum(1); draws += len(M)
-    p = permutation_p(hits, draws, exact, convention)
+        for a in alts:
+            if a == "greater": hit = null >= observed[:, None] - tol[:, None]
+            elif a == "less": hit = null <= observed[:, None] + tol[:, None]
+            else: hit = np.abs(null - centre[:, None]) >= np.abs(observed - centre)[:, None] - tol[:, None]
+            hits[a] += hit.sum(1)
+        draws += len(M)
+    p = {a: permutation_p(h, draws, exact, convention) for a, h in hits.items()}
     one = np.ndim(s) == 1
     pick = (lambda a: a[0].item()) if one else (lambda a: a)
-    return dict(statistic=pick(observed), p=pick(p), exact=exact, draws=int(draws), n_partitions=int(n_part),
+    p, hits = ({a: pick(v) for a, v in p.items()}, {a: pick(v) for a, v in hits.items()})
+    if isinstance(alternative, str): p, hits = p[alternative], hits[alternative]
+    return dict(statistic=pick(observed), p=p, hits=hits, exact=exact, draws=int(draws), n_partitions=int(n_part),
                 n_x=n_x, n_y=n - n_x, alternative=alternative, convention=convention)
 
 def weat_test(X, Y, A, B, n_samples: int = 100_000, seed: int = 0, alternative: str = "greater",
