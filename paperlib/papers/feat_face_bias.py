@@ -420,16 +420,17 @@ def run_tables(cards: pd.DataFrame, geoms: dict, n_targets: int, attr_scale: flo
 def paper_layout(cells: pd.DataFrame, with_planted: bool = True) -> pd.DataFrame:
     "The paper's layout (rows = target pair x attribute pair, one column per model): ours with markers and CI, the paper's, the planted."
     c = cells.copy()
+    models = [m for m in MODELS if m in set(c.model)]
     c["ci"] = [f"[{lo:.2f}, {hi:.2f}]" for lo, hi in zip(c.ci_low, c.ci_high)]
     ours = star_table(c, ["pair", "attribute"], "model", "d", MARKS, extra="ci")
     paper = star_table(c.assign(p_paper=np.where(c.star_paper, 0.0, 1.0)), ["pair", "attribute"], "model", "d_paper",
                        [StarRule("*", "p_paper", SIG)])
-    out = ours.rename(columns={m: f"{m} ours" for m in MODELS})
-    for m in MODELS: out[f"{m} paper"] = paper[m].values
+    out = ours.rename(columns={m: f"{m} ours" for m in models})
+    for m in models: out[f"{m} paper"] = paper[m].values
     if with_planted:
         pl = c.pivot_table(index=["pair", "attribute"], columns="model", values="d_planted", sort=False).reset_index()
-        for m in MODELS: out[f"{m} planted"] = pl[m].round(3).values
-    cols = ["pair", "attribute"] + [f"{m} {k}" for m in MODELS for k in (("paper", "planted", "ours") if with_planted else ("paper", "ours"))]
+        for m in models: out[f"{m} planted"] = pl[m].round(3).values
+    cols = ["pair", "attribute"] + [f"{m} {k}" for m in models for k in (("paper", "planted", "ours") if with_planted else ("paper", "ours"))]
     return out[cols]
 
 # %% ../../nbs/papers/feat_face_bias.ipynb #fea70028
