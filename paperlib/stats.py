@@ -13,10 +13,11 @@ from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
 # %% auto #0
-__all__ = ['CORRECTIONS', 'PAIRED_TESTS', 'CI_DISTRIBUTIONS', 'correct_pvalues', 'cohens_d', 'pairwise_ttests', 'add_corrected',
-           'corrected_ttests', 'format_p', 'p_matrix', 'levene_tests', 'bootstrap_ci', 'paired_diff_test',
-           'paired_tests', 'weat_association', 'wefat_score', 'weat_effect_size', 'weat_test', 'critical_value',
-           'mean_ci', 'topk_threshold', 'topk_share_threshold']
+__all__ = ['CORRECTIONS', 'PAIRED_TESTS', 'ALTERNATIVES', 'P_CONVENTIONS', 'CI_DISTRIBUTIONS', 'correct_pvalues', 'cohens_d',
+           'pairwise_ttests', 'add_corrected', 'corrected_ttests', 'format_p', 'p_matrix', 'levene_tests',
+           'bootstrap_ci', 'paired_diff_test', 'paired_tests', 'weat_association', 'wefat_score', 'weat_effect_size',
+           'random_subsets', 'all_subsets', 'permutation_p', 'partition_test', 'weat_test', 'critical_value', 'mean_ci',
+           'topk_threshold', 'topk_share_threshold']
 
 # %% ../nbs/02_stats.ipynb #cc17ceb0
 CORRECTIONS = {"sidak": "sidak", "holm": "holm", "bonferroni": "bonferroni", "bh": "fdr_bh", "none": None}
@@ -200,7 +201,7 @@ def weat_association(W, A, B) -> np.ndarray:
     "s(w, A, B) = mean cos(w, A) - mean cos(w, B) for every row w of `W`."
     W, A, B = _unit_rows(W, "W"), _unit_rows(A, "A"), _unit_rows(B, "B")
     if not W.shape[1] == A.shape[1] == B.shape[1]: raise ValueError(f"dimensions differ: W {W.shape}, A {A.shape}, B {B.shape}")
-    return (W @ A.T).mean(1) - (W @ B.T).mean(1)
+    return W @ (A.mean(0) - B.mean(0))  # mean_a cos(w, a) = w . mean_a(a/|a|) for unit w: O(n) instead of O(n |A|)
 
 def wefat_score(W, A, B) -> np.ndarray:
     "WEFAT: s(w, A, B) divided by the std (ddof=1) of cos(w, x) over x in A and B together."
@@ -208,33 +209,82 @@ def wefat_score(W, A, B) -> np.ndarray:
     AB = np.vstack([_unit_rows(A, "A"), _unit_rows(B, "B")])
     return s / (_unit_rows(W, "W") @ AB.T).std(axis=1, ddof=1)
 
-def weat_effect_size(X, Y, A, B) -> float:
-    "WEAT/SEAT effect size: (mean s over X - mean s over Y) / std (ddof=1) of s over X and Y together."
+def weat_effect_size(X, Y, A, B, ddof: int = 1) -> float:
+    "WEAT/SEAT effect size: (mean s over X - mean s over Y) / std of s over X and Y together (ddof=1 as SEAT, 0 as FEAT)."
     sx, sy = weat_association(X, A, B), weat_association(Y, A, B)
-    return float((sx.mean() - sy.mean()) / np.r_[sx, sy].std(ddof=1))
+    return float((sx.mean() - sy.mean()) / np.r_[sx, sy].std(ddof=ddof))
 
-def weat_test(X, Y, A, B, n_samples: int = 100_000, seed: int = 0, alternative: str = "greater") -> dict:
-    "WEAT/SEAT: effect size, statistic S(X, Y) and its permutation p-value (exact when the partitions are few)."
+# %% ../nbs/02_stats.ipynb #b7c1e0a2
+ALTERNATIVES = ("greater", "less", "two-sided")
+P_CONVENTIONS = ("plus-one", "feat", "raw")
+
+def random_subsets(n: int, k: int, draws: int, rng, chunk_cells: int = 4_000_000):
+    "Indicator rows (chunk x n, float) of `draws` uniform random k-subsets of range(n), in chunks of about `chunk_cells` cells."
+    step = max(1, chunk_cells // max(n, 1))
+    for start in range(0, draws, step):
+        keys = rng.random((min(step, draws - start), n))
+        kth = np.partition(keys, k - 1, axis=1)[:, k - 1:k]   # the k-th smallest key: O(n) per row, no sort
+        yield (keys <= kth).astype(float)
+
+def all_subsets(n: int, k: int) -> np.ndarray:
+    "Indicator rows of every k-subset of range(n) (C(n, k) x n)."
+    idx = np.array(list(itertools.combinations(range(n), k)), dtype=np.int64).reshape(-1, k)
+    M = np.zeros((len(idx), n)); np.put_along_axis(M, idx, 1.0, axis=1)
+    return M
+
+def permutation_p(null_hits: np.ndarray, draws: int, exact: bool, convention: str = "plus-one") -> np.ndarray:
+    """p from the count of null statistics at least as extreme as the observed one. Exact enumeration: hits / draws (the
+    observed partition is among them). Sampled: 'plus-one' (1 + hits) / (1 + draws), a valid p-value (Phipson & Smyth
+    2010); 'feat' (1 + hits) / draws, the FEAT and sent-bias code (the count starts at one); 'raw' hits / draws."""
+    if convention not in P_CONVENTIONS: raise ValueError(f"unknown p convention {convention!r}; valid: {', '.join(P_CONVENTIONS)}")
+    h = np.asarray(null_hits, dtype=float)
+    if exact or convention == "raw": return h / draws
+    return np.minimum(1.0, (1 + h) / (draws + (convention == "plus-one")))
+
+def partition_test(s, n_x: int, n_samples: int = 100_000, seed: int = 0, alternative="greater",
+                   convention: str = "plus-one", exact: bool | None = None) -> dict:
+    """Permutation test of S = sum_{X} s - sum_{Y} s over the partitions of the items into sets of sizes n_x, n - n_x.
+    `s` holds the per-item scores with X first: one vector (n,) or a batch (k, n) of score vectors tested with the
+    same partitions (each row's p is a valid permutation p-value; the rows share their Monte-Carlo draws).
+    `exact=None`: enumerate when C(n, n_x) <= n_samples. Two-sided compares |S_i - E S_i| with |S - E S_i|.
+    `alternative` may be a tuple: then `p` and `hits` are dicts by alternative, all from the same draws."""
     from math import comb
-    if alternative not in ("greater", "two-sided"): raise ValueError(f"unknown alternative {alternative!r}; valid: greater, two-sided")
+    alts = (alternative,) if isinstance(alternative, str) else tuple(alternative)
+    for a in alts:
+        if a not in ALTERNATIVES: raise ValueError(f"unknown alternative {a!r}; valid: {', '.join(ALTERNATIVES)}")
+    S = np.atleast_2d(np.asarray(s, dtype=float))
+    n = S.shape[1]
+    if not 0 < n_x < n: raise ValueError(f"n_x must be between 1 and {n - 1} (both sets non-empty), got {n_x}")
+    total = S.sum(1, keepdims=True)
+    observed = 2 * S[:, :n_x].sum(1) - total[:, 0]
+    centre = (2 * n_x / n - 1) * total[:, 0]          # the permutation mean of S
+    n_part = comb(n, n_x)
+    exact = n_part <= n_samples if exact is None else bool(exact)
+    batches = [all_subsets(n, n_x)] if exact else random_subsets(n, n_x, n_samples, np.random.default_rng(seed))
+    tol = 1e-12 * np.maximum(1.0, np.abs(S).sum(1))   # sums of the same partition in another order
+    hits, draws = {a: np.zeros(len(S)) for a in alts}, 0
+    for M in batches:
+        null = 2 * (S @ M.T) - total                    # (k, chunk)
+        for a in alts:
+            if a == "greater": hit = null >= observed[:, None] - tol[:, None]
+            elif a == "less": hit = null <= observed[:, None] + tol[:, None]
+            else: hit = np.abs(null - centre[:, None]) >= np.abs(observed - centre)[:, None] - tol[:, None]
+            hits[a] += hit.sum(1)
+        draws += len(M)
+    p = {a: permutation_p(h, draws, exact, convention) for a, h in hits.items()}
+    one = np.ndim(s) == 1
+    pick = (lambda a: a[0].item()) if one else (lambda a: a)
+    p, hits = ({a: pick(v) for a, v in p.items()}, {a: pick(v) for a, v in hits.items()})
+    if isinstance(alternative, str): p, hits = p[alternative], hits[alternative]
+    return dict(statistic=pick(observed), p=p, hits=hits, exact=exact, draws=int(draws), n_partitions=int(n_part),
+                n_x=n_x, n_y=n - n_x, alternative=alternative, convention=convention)
+
+def weat_test(X, Y, A, B, n_samples: int = 100_000, seed: int = 0, alternative: str = "greater",
+              convention: str = "plus-one", ddof: int = 1, exact: bool | None = None) -> dict:
+    "WEAT/SEAT/FEAT: effect size, statistic S(X, Y) and its permutation p-value (exact when the partitions are few)."
     sx, sy = weat_association(X, A, B), weat_association(Y, A, B)
-    s_all, nx = np.r_[sx, sy], len(sx)
-    total = s_all.sum()
-    stat = lambda sum_xi: 2 * sum_xi - total
-    observed = float(stat(sx.sum()))
-    n_part = comb(len(s_all), nx)
-    exact = n_part <= n_samples
-    if exact:
-        idx = np.array(list(itertools.combinations(range(len(s_all)), nx)), dtype=np.int64).reshape(n_part, nx)
-        null = stat(s_all[idx].sum(1))
-    else:
-        rng = np.random.default_rng(seed)
-        null = stat(np.array([s_all[rng.permutation(len(s_all))[:nx]].sum() for _ in range(n_samples)]))
-    tol = 1e-12 * max(1.0, abs(observed))  # float sums of the same partition in another order
-    hits = (np.abs(null) >= abs(observed) - tol) if alternative == "two-sided" else (null >= observed - tol)
-    p = hits.mean() if exact else (1 + hits.sum()) / (1 + len(null))
-    return dict(effect_size=weat_effect_size(X, Y, A, B), statistic=observed, p=float(p), exact=bool(exact),
-                n_partitions=int(n_part), n_x=nx, n_y=len(sy), alternative=alternative)
+    r = partition_test(np.r_[sx, sy], len(sx), n_samples, seed, alternative, convention, exact)
+    return dict(effect_size=weat_effect_size(X, Y, A, B, ddof), **r)
 
 # %% ../nbs/02_stats.ipynb #9f4c2950
 CI_DISTRIBUTIONS = ("t", "normal")

@@ -1,6 +1,6 @@
 "Tests of paperlib.stats' association tests: per-item paired tests and WEAT/SEAT, against hand-computed values."
 from itertools import combinations
-import numpy as np, pytest
+import numpy as np, pandas as pd, pytest
 from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 from paperlib.stats import (paired_tests, weat_association, wefat_score, weat_effect_size, weat_test)
@@ -87,4 +87,46 @@ def test_weat_exact_against_brute_force_and_sampled():
 def test_weat_bad_input():
     with pytest.raises(ValueError, match="zero vector"): weat_association([[0., 0]], A, B)
     with pytest.raises(ValueError, match="dimensions differ"): weat_association([[1., 0, 0]], A, B)
-    with pytest.raises(ValueError, match="valid: greater, two-sided"): weat_test(TX, TY, A, B, alternative="less")
+    with pytest.raises(ValueError, match="valid: greater, less, two-sided"): weat_test(TX, TY, A, B, alternative="bigger")
+
+
+# --- paperlib.association: the stratified attribute test, the two-way bootstrap, the planted generator, star tables ---
+from paperlib.association import (stratified_attribute_test, stratified_label_test, bootstrap_effect_size, PlantedGeometry,
+                                  planted_test, replicate_scores, rejection_rates, StarRule, star_table)
+
+
+def test_stratified_exact_against_brute_force():
+    rng = np.random.default_rng(3)
+    D = rng.normal(size=8); is_a = np.array([1, 1, 0, 0, 1, 0, 1, 0], bool); strata = np.array(list("xxxxyyyy"))
+    T = lambda a: D[a].mean() - D[~a].mean()
+    obs, null = T(is_a), []
+    for ax in combinations(range(4), 2):                               # relabel within x (4 items, 2 in A) and within y
+        for ay in combinations(range(4, 8), 2):
+            a = np.zeros(8, bool); a[list(ax) + list(ay)] = True; null.append(T(a))
+    r = stratified_label_test(D, is_a, strata, alternative="greater")
+    assert r["exact"] and r["n_relabellings"] == 36
+    assert r["p"] == pytest.approx(np.mean(np.array(null) >= obs - 1e-12))
+
+
+def test_planted_null_calibration_and_power():
+    g = PlantedGeometry(("P", "Q"), ("a", "b"), dim=32, seed=0)
+    null = rejection_rates(replicate_scores(lambda r: planted_test(g, "P", "Q", "a", "b", 0.0, 300, 20, r), 80, seed=1), n_perm=400)
+    strat = null.query("test == 'stratified_attribute' and alpha == 0.05").rate.iloc[0]
+    assert strat <= 0.15                                                # calibrated (80 datasets: a loose band)
+    power = rejection_rates(replicate_scores(lambda r: planted_test(g, "P", "Q", "a", "b", 0.2, 300, 20, r), 20, seed=2), n_perm=400)
+    assert power.query("test == 'stratified_attribute' and alpha == 0.05").rate.iloc[0] >= 0.9
+
+
+def test_bootstrap_interval_covers_a_strong_effect_and_not_zero():
+    g = PlantedGeometry(("P", "Q"), ("a", "b"), dim=32, seed=0)
+    t = planted_test(g, "P", "Q", "a", "b", 0.3, 200, 40, np.random.default_rng(0))
+    b = bootstrap_effect_size(t["X"], t["Y"], t["A"], t["B"], t["strata_a"], t["strata_b"], n_boot=300)
+    assert 0 < b["low"] < b["d"] < b["high"]
+    assert stratified_attribute_test(t["X"], t["Y"], t["A"], t["B"], t["strata_a"], t["strata_b"], n_samples=500)["p"] < 0.01
+
+
+def test_star_table_holm_and_missing_column():
+    long = pd.DataFrame(dict(test=["t1", "t2"], model=["M", "M"], d=[0.5, 0.2], p=[0.0006, 0.0009]))   # Holm: 0.0012, 0.0012
+    assert star_table(long, "test", "model").M.tolist() == ["0.500*", "0.200*"]
+    assert star_table(long, "test", "model", rules=[StarRule("*", correction="holm")]).M.tolist() == ["0.500", "0.200"]
+    with pytest.raises(KeyError, match="no column 'q'"): star_table(long, "test", "model", rules=[StarRule("*", "q")])
