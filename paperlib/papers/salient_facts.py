@@ -22,10 +22,10 @@ from ..text import (load_minilm, load_wordpiece, wordpieces, is_single_piece, Em
 # %% auto #0
 __all__ = ['LEXICONS', 'UNCOMMON', 'REASONS', 'REASON_MIX', 'NEG_TEMPLATES', 'NEG_NUMBER', 'NEG_UNCOMMON', 'POS_TEMPLATES',
            'POS_KIND_MIX', 'EXPERT_TEMPLATES', 'POS_PRODUCT', 'NEG_PRODUCT', 'BOOK_TEXT', 'SUGG_POS', 'SUGG_NEG',
-           'SUGG_HARD_POS', 'SUGG_HARD_NEG', 'TASK_RATES', 'TASK_TRAIN', 'FOLDER', 'TASK_FOLDER', 'TASKS', 'LABEL',
-           'COMPANY_LAYOUT', 'PRODUCT_LAYOUT', 'TASK_LAYOUT', 'MODEL_DIRS', 'QUANTITY_WORDS', 'TAG_TARGETS',
-           'make_task', 'read_lines', 'stratified_split', 'load_real_data', 'local_models', 'write_tiny_dataset',
-           'SimConfig', 'SalientSim', 'word_tokens', 'has_quantity', 'tag_rates']
+           'SUGG_HARD_POS', 'SUGG_HARD_NEG', 'QUANTITY_WORDS', 'TAG_TARGETS', 'TASKS', 'TASK_RATES', 'TASK_TRAIN',
+           'FOLDER', 'TASK_FOLDER', 'LABEL', 'COMPANY_LAYOUT', 'PRODUCT_LAYOUT', 'TASK_LAYOUT', 'MODEL_DIRS',
+           'SimConfig', 'SalientSim', 'word_tokens', 'has_quantity', 'tag_rates', 'make_task', 'read_lines',
+           'stratified_split', 'load_real_data', 'local_models', 'write_tiny_dataset']
 
 # %% ../../nbs/papers/salient_facts.ipynb #86f05a2f
 LEXICONS = dict(
@@ -166,142 +166,6 @@ SUGG_NEG = ["{t} was {adj}", "I used {t} yesterday", "we tried {t} last week", "
             "{t} took a while to load"]
 SUGG_HARD_POS = ["{t} works better than {t2} here", "{t} is the way to go"]
 SUGG_HARD_NEG = ["would {t} be {adj}?", "I added {t} yesterday", "they asked me to use {t}"]
-
-# %% ../../nbs/papers/salient_facts.ipynb #cc4e4b22
-TASK_RATES = dict(SUGG=0.26, HOTEL=0.05, SENT=0.10, PARA=0.17)
-TASK_TRAIN = dict(SUGG=8500, HOTEL=6000, SENT=9100, PARA=5200)          # the paper's training sizes; test = train / 4
-
-def _task_sentence(r, task: str, pos: bool) -> str:
-    topics = LEXICONS["suggestion_topics"][task]
-    hard = r.random() < (0.15 if pos else 0.10)
-    ts = (SUGG_HARD_POS if hard else SUGG_POS) if pos else (SUGG_HARD_NEG if hard else SUGG_NEG)
-    t = ts[r.integers(len(ts))]
-    return re.sub(r"\{(\w+)\}", lambda m: str(r.choice(topics)) if m.group(1) in ("t", "t2") else str(r.choice(LEXICONS["sentiment_adjs"])), t)
-
-def make_task(task: str, n_train: int, n_test: int, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
-    "(train, test) frames of text, label for one generated minority-comment task at its positive rate."
-    if task not in TASK_RATES: raise ValueError(f"unknown task {task!r}; valid: {', '.join(TASK_RATES)}")
-    r = np.random.default_rng([seed, 5, TASKS.index(task)])
-    def one(n):
-        n_pos = int(round(n * TASK_RATES[task])); labels = np.r_[np.ones(n_pos, int), np.zeros(n - n_pos, int)]
-        r.shuffle(labels)
-        if task != "PARA": texts = [_task_sentence(r, task, bool(l)) for l in labels]
-        else:
-            texts = []
-            for l in labels:
-                k = int(r.integers(2, 5)); pos = set(r.choice(k, int(r.integers(1, k + 1)), replace=False)) if l else set()
-                texts.append(". ".join(_task_sentence(r, task, i in pos) for i in range(k)))
-        return pd.DataFrame(dict(text=texts, label=labels))
-    return one(n_train), one(n_test)
-
-# %% ../../nbs/papers/salient_facts.ipynb #2b0790da
-FOLDER, TASK_FOLDER = "salient_facts", "minority_tasks"
-TASKS = ("SUGG", "HOTEL", "SENT", "PARA")
-LABEL = Column("label", choices=(0, 1), kind="int", doc="1 = salient (or positive), 0 = not")
-COMPANY_LAYOUT = register_layout("salient_facts", Layout(
-    "company reviews", "one review sentence per row, labelled (one file per company, e.g. google.csv)",
-    [Column("sentence", doc="the sentence"), LABEL,
-     Column("reason", choices=REASONS, allow_empty=True, doc="optional column: why a sentence is not salient")],
-    index="{company}.csv", folder=FOLDER))
-PRODUCT_LAYOUT = register_layout("salient_facts", Layout(
-    "product reviews", "review sentences of one product; label optional (needed for the Table 7 ratios)",
-    [Column("sentence"), LABEL], index="product/{product}.csv", folder=FOLDER, required=False))
-TASK_LAYOUT = register_layout("salient_facts", Layout(
-    "minority-comment task", "one text per row, labelled", [Column("text"), LABEL],
-    index="{task}/{train,test}.csv", folder=TASK_FOLDER, required=False))
-MODEL_DIRS = {"BERT": "bert-base-uncased", "ALBERT": "albert-base-v2", "RoBERTa": "roberta-base"}
-
-def _read_csv(path: Path, required=("sentence", "label"), optional=("reason",)) -> pd.DataFrame:
-    "A labelled CSV with the `required` columns and those of `optional` that its header has, validated."
-    cols = {c.name: c for c in COMPANY_LAYOUT.columns + TASK_LAYOUT.columns}
-    if not path.is_file(): raise DataError(f"missing file {path}")
-    head = path.read_text(encoding="utf-8-sig").splitlines()[:1]
-    names = [h.strip() for h in head[0].split(",")] if head else []
-    use = [cols[n] for n in required] + [cols[n] for n in optional if n in names]
-    return read_table(path, use)
-
-def read_lines(path: Path) -> list[str]:
-    "The non-blank lines of a UTF-8 text file; an empty file is refused with its path."
-    if not path.is_file(): raise DataError(f"missing file {path}")
-    try: lines = [l.strip() for l in path.read_text(encoding="utf-8-sig").splitlines() if l.strip()]
-    except UnicodeDecodeError: raise DataError(f"{path}: not UTF-8 text; save the file as UTF-8") from None
-    if not lines: raise DataError(f"{path} is empty: it needs one sentence per line")
-    return lines
-
-def stratified_split(labels, test_share: float, seed: int) -> np.ndarray:
-    "'train'/'test' per row, test_share of each class (rounded) in test."
-    y = np.asarray(labels); r = np.random.default_rng(seed); out = np.full(len(y), "train", dtype=object)
-    for c in np.unique(y):
-        idx = np.flatnonzero(y == c); r.shuffle(idx)
-        out[idx[:int(round(len(idx) * test_share))]] = "test"
-    return out
-
-def load_real_data(root, task_root=None, seed: int = 0, test_share: float = 0.2) -> tuple[DataSource, dict]:
-    "The paper's layout under `root` (= <data_root>/salient_facts) and optionally `task_root`: the same dict as `SalientSim.generate`."
-    root = Path(root)
-    if not root.is_dir(): raise DataError(f"data folder {root} does not exist")
-    companies = sorted(p for p in root.glob("*.csv"))
-    if not companies: raise DataError(f"{root}: no company file; expected {{company}}.csv with columns sentence, label[, reason]")
-    labelled = []
-    for p in companies:
-        df = _read_csv(p)
-        if df.label.sum() == 0: raise DataError(f"{p}: no sentence labelled 1; a company needs salient examples to train on")
-        df["company"], df["split"] = p.stem, stratified_split(df.label, test_share, seed)
-        if "reason" not in df: df["reason"] = None
-        labelled.append(df)
-    lab = pd.concat(labelled, ignore_index=True)
-    for c in ("kind", "attributes", "uncommon", "quantity", "unseen"): lab[c] = None
-    pool = pd.DataFrame(dict(sentence=read_lines(root / "unlabeled.txt"), label=np.nan, company="unlabelled", split="pool"))
-    exp = []
-    for p in sorted(root.glob("expert_*.txt")):
-        c = p.stem[len("expert_"):]
-        if c not in set(lab.company): raise DataError(f"{p}: no company file {c}.csv to pair these expert sentences with")
-        ex = read_lines(p)
-        neg = lab[(lab.company == c) & (lab.label == 0)].sentence
-        if len(neg) < len(ex): raise DataError(f"{p}: {len(ex)} expert sentences but only {len(neg)} non-salient sentences in {c}.csv")
-        on = neg.sample(len(ex), random_state=seed).tolist()
-        exp.append(pd.DataFrame(dict(sentence=ex + on, expert=[1] * len(ex) + [0] * len(ex), company=c)))
-    prods = []
-    for p in sorted((root / "product").glob("*.csv")):
-        df = _read_csv(p, required=("sentence",), optional=("label",))
-        prods.append(df.assign(product=p.stem))
-    tasks = {}
-    if task_root is not None:
-        for t in TASKS:
-            if (Path(task_root) / t).is_dir():
-                tasks[t] = {s: _read_csv(Path(task_root) / t / f"{s}.csv", required=("text", "label"), optional=())
-                            for s in ("train", "test")}
-    files = [p.relative_to(root) for p in companies] + [Path("unlabeled.txt")] + \
-            [p.relative_to(root) for p in sorted(root.glob("expert_*.txt")) + sorted((root / "product").glob("*.csv"))]
-    src = DataSource("real", "company reviews (salient facts)", f"{len(companies)} labelled companies, "
-                     f"{len(pool)} unlabelled sentences, {len(exp)} expert files, {len(prods)} products, tasks: {', '.join(tasks) or 'none'}",
-                     fingerprint_real(root, files), str(root), dict(companies=[p.stem for p in companies], sentences=len(lab)))
-    return src, dict(labelled=lab, pool=pool, experts=pd.concat(exp, ignore_index=True) if exp else None,
-                     products=pd.concat(prods, ignore_index=True) if prods else None, tasks=tasks)
-
-def local_models(data_root) -> dict:
-    "{column name: folder} of the local Hugging Face models present under <data_root>/models/."
-    if data_root is None: return {}
-    base = Path(data_root) / "models"
-    return {k: base / v for k, v in MODEL_DIRS.items() if (base / v / "config.json").is_file()}
-
-# %% ../../nbs/papers/salient_facts.ipynb #bf2cb29f
-def write_tiny_dataset(data_root, n: int = 40, seed: int = 0) -> Path:
-    "A tiny dataset in the real layout: two companies, unlabeled.txt, an expert file, a product and the four tasks."
-    data_root = Path(data_root); d = data_root / FOLDER; (d / "product").mkdir(parents=True, exist_ok=True)
-    sim = SalientSim(SimConfig(sizes=(("google", n, 6), ("amazon", n, 6)), n_pool=n, n_product=n), seed=seed)
-    g = sim.generate()
-    for c, df in g["labelled"].groupby("company"):
-        df[["sentence", "label", "reason"]].assign(reason=lambda x: x.reason.where(x.label == 0, "")).to_csv(d / f"{c}.csv", index=False)
-    (d / "unlabeled.txt").write_text("\n".join(g["pool"].sentence) + "\n")
-    (d / "expert_google.txt").write_text("\n".join(g["experts"].query("expert == 1 and company == 'A'").sentence[:4]) + "\n")
-    g["products"].query("product == 'P'")[["sentence", "label"]].to_csv(d / "product" / "headset.csv", index=False)
-    for t in TASKS:
-        (data_root / TASK_FOLDER / t).mkdir(parents=True, exist_ok=True)
-        tr, te = make_task(t, n, n // 2, seed)
-        tr[["text", "label"]].to_csv(data_root / TASK_FOLDER / t / "train.csv", index=False)
-        te[["text", "label"]].to_csv(data_root / TASK_FOLDER / t / "test.csv", index=False)
-    return d
 
 # %% ../../nbs/papers/salient_facts.ipynb #86148cad
 @dataclass(frozen=True)
@@ -453,3 +317,139 @@ def tag_rates(df: pd.DataFrame) -> dict:
     pos, neg = df[df.label == 1], df[df.label == 0]
     return dict(uncommon_pos=pos.uncommon.mean(), quantity_pos=pos.quantity.mean(),
                 uncommon_neg=neg.uncommon.mean(), quantity_neg=neg.quantity.mean())
+
+# %% ../../nbs/papers/salient_facts.ipynb #9e5a1379
+TASKS = ("SUGG", "HOTEL", "SENT", "PARA")
+TASK_RATES = dict(SUGG=0.26, HOTEL=0.05, SENT=0.10, PARA=0.17)
+TASK_TRAIN = dict(SUGG=8500, HOTEL=6000, SENT=9100, PARA=5200)          # the paper's training sizes; test = train / 4
+
+def _task_sentence(r, task: str, pos: bool) -> str:
+    topics = LEXICONS["suggestion_topics"][task]
+    hard = r.random() < (0.15 if pos else 0.10)
+    ts = (SUGG_HARD_POS if hard else SUGG_POS) if pos else (SUGG_HARD_NEG if hard else SUGG_NEG)
+    t = ts[r.integers(len(ts))]
+    return re.sub(r"\{(\w+)\}", lambda m: str(r.choice(topics)) if m.group(1) in ("t", "t2") else str(r.choice(LEXICONS["sentiment_adjs"])), t)
+
+def make_task(task: str, n_train: int, n_test: int, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    "(train, test) frames of text, label for one generated minority-comment task at its positive rate."
+    if task not in TASK_RATES: raise ValueError(f"unknown task {task!r}; valid: {', '.join(TASK_RATES)}")
+    r = np.random.default_rng([seed, 5, TASKS.index(task)])
+    def one(n):
+        n_pos = int(round(n * TASK_RATES[task])); labels = np.r_[np.ones(n_pos, int), np.zeros(n - n_pos, int)]
+        r.shuffle(labels)
+        if task != "PARA": texts = [_task_sentence(r, task, bool(l)) for l in labels]
+        else:
+            texts = []
+            for l in labels:
+                k = int(r.integers(2, 5)); pos = set(r.choice(k, int(r.integers(1, k + 1)), replace=False)) if l else set()
+                texts.append(". ".join(_task_sentence(r, task, i in pos) for i in range(k)))
+        return pd.DataFrame(dict(text=texts, label=labels))
+    return one(n_train), one(n_test)
+
+# %% ../../nbs/papers/salient_facts.ipynb #e2fb5b24
+FOLDER, TASK_FOLDER = "salient_facts", "minority_tasks"
+LABEL = Column("label", choices=(0, 1), kind="int", doc="1 = salient (or positive), 0 = not")
+COMPANY_LAYOUT = register_layout("salient_facts", Layout(
+    "company reviews", "one review sentence per row, labelled (one file per company, e.g. google.csv)",
+    [Column("sentence", doc="the sentence"), LABEL,
+     Column("reason", choices=REASONS, allow_empty=True, doc="optional column: why a sentence is not salient")],
+    index="{company}.csv", folder=FOLDER))
+PRODUCT_LAYOUT = register_layout("salient_facts", Layout(
+    "product reviews", "review sentences of one product; label optional (needed for the Table 7 ratios)",
+    [Column("sentence"), LABEL], index="product/{product}.csv", folder=FOLDER, required=False))
+TASK_LAYOUT = register_layout("salient_facts", Layout(
+    "minority-comment task", "one text per row, labelled", [Column("text"), LABEL],
+    index="{task}/{train,test}.csv", folder=TASK_FOLDER, required=False))
+MODEL_DIRS = {"BERT": "bert-base-uncased", "ALBERT": "albert-base-v2", "RoBERTa": "roberta-base"}
+
+def _read_csv(path: Path, required=("sentence", "label"), optional=("reason",)) -> pd.DataFrame:
+    "A labelled CSV with the `required` columns and those of `optional` that its header has, validated."
+    cols = {c.name: c for c in COMPANY_LAYOUT.columns + TASK_LAYOUT.columns}
+    if not path.is_file(): raise DataError(f"missing file {path}")
+    head = path.read_text(encoding="utf-8-sig").splitlines()[:1]
+    names = [h.strip() for h in head[0].split(",")] if head else []
+    use = [cols[n] for n in required] + [cols[n] for n in optional if n in names]
+    return read_table(path, use)
+
+def read_lines(path: Path) -> list[str]:
+    "The non-blank lines of a UTF-8 text file; an empty file is refused with its path."
+    if not path.is_file(): raise DataError(f"missing file {path}")
+    try: lines = [l.strip() for l in path.read_text(encoding="utf-8-sig").splitlines() if l.strip()]
+    except UnicodeDecodeError: raise DataError(f"{path}: not UTF-8 text; save the file as UTF-8") from None
+    if not lines: raise DataError(f"{path} is empty: it needs one sentence per line")
+    return lines
+
+def stratified_split(labels, test_share: float, seed: int) -> np.ndarray:
+    "'train'/'test' per row, test_share of each class (rounded) in test."
+    y = np.asarray(labels); r = np.random.default_rng(seed); out = np.full(len(y), "train", dtype=object)
+    for c in np.unique(y):
+        idx = np.flatnonzero(y == c); r.shuffle(idx)
+        out[idx[:int(round(len(idx) * test_share))]] = "test"
+    return out
+
+def load_real_data(root, task_root=None, seed: int = 0, test_share: float = 0.2) -> tuple[DataSource, dict]:
+    "The paper's layout under `root` (= <data_root>/salient_facts) and optionally `task_root`: the same dict as `SalientSim.generate`."
+    root = Path(root)
+    if not root.is_dir(): raise DataError(f"data folder {root} does not exist")
+    companies = sorted(p for p in root.glob("*.csv"))
+    if not companies: raise DataError(f"{root}: no company file; expected {{company}}.csv with columns sentence, label[, reason]")
+    labelled = []
+    for p in companies:
+        df = _read_csv(p)
+        if df.label.sum() == 0: raise DataError(f"{p}: no sentence labelled 1; a company needs salient examples to train on")
+        df["company"], df["split"] = p.stem, stratified_split(df.label, test_share, seed)
+        if "reason" not in df: df["reason"] = None
+        labelled.append(df)
+    lab = pd.concat(labelled, ignore_index=True)
+    for c in ("kind", "attributes", "uncommon", "quantity", "unseen"): lab[c] = None
+    pool = pd.DataFrame(dict(sentence=read_lines(root / "unlabeled.txt"), label=np.nan, company="unlabelled", split="pool"))
+    exp = []
+    for p in sorted(root.glob("expert_*.txt")):
+        c = p.stem[len("expert_"):]
+        if c not in set(lab.company): raise DataError(f"{p}: no company file {c}.csv to pair these expert sentences with")
+        ex = read_lines(p)
+        neg = lab[(lab.company == c) & (lab.label == 0)].sentence
+        if len(neg) < len(ex): raise DataError(f"{p}: {len(ex)} expert sentences but only {len(neg)} non-salient sentences in {c}.csv")
+        on = neg.sample(len(ex), random_state=seed).tolist()
+        exp.append(pd.DataFrame(dict(sentence=ex + on, expert=[1] * len(ex) + [0] * len(ex), company=c)))
+    prods = []
+    for p in sorted((root / "product").glob("*.csv")):
+        df = _read_csv(p, required=("sentence",), optional=("label",))
+        prods.append(df.assign(product=p.stem))
+    tasks = {}
+    if task_root is not None:
+        for t in TASKS:
+            if (Path(task_root) / t).is_dir():
+                tasks[t] = {s: _read_csv(Path(task_root) / t / f"{s}.csv", required=("text", "label"), optional=())
+                            for s in ("train", "test")}
+    files = [p.relative_to(root) for p in companies] + [Path("unlabeled.txt")] + \
+            [p.relative_to(root) for p in sorted(root.glob("expert_*.txt")) + sorted((root / "product").glob("*.csv"))]
+    src = DataSource("real", "company reviews (salient facts)", f"{len(companies)} labelled companies, "
+                     f"{len(pool)} unlabelled sentences, {len(exp)} expert files, {len(prods)} products, tasks: {', '.join(tasks) or 'none'}",
+                     fingerprint_real(root, files), str(root), dict(companies=[p.stem for p in companies], sentences=len(lab)))
+    return src, dict(labelled=lab, pool=pool, experts=pd.concat(exp, ignore_index=True) if exp else None,
+                     products=pd.concat(prods, ignore_index=True) if prods else None, tasks=tasks)
+
+def local_models(data_root) -> dict:
+    "{column name: folder} of the local Hugging Face models present under <data_root>/models/."
+    if data_root is None: return {}
+    base = Path(data_root) / "models"
+    return {k: base / v for k, v in MODEL_DIRS.items() if (base / v / "config.json").is_file()}
+
+# %% ../../nbs/papers/salient_facts.ipynb #bf2cb29f
+def write_tiny_dataset(data_root, n: int = 40, seed: int = 0) -> Path:
+    "A tiny dataset in the real layout: two companies, unlabeled.txt, an expert file, a product and the four tasks."
+    data_root = Path(data_root); d = data_root / FOLDER; (d / "product").mkdir(parents=True, exist_ok=True)
+    sim = SalientSim(SimConfig(sizes=(("google", n, 6), ("amazon", n, 6)), n_pool=n, n_product=n), seed=seed)
+    g = sim.generate()
+    for c, df in g["labelled"].groupby("company"):
+        df[["sentence", "label", "reason"]].assign(reason=lambda x: x.reason.where(x.label == 0, "")).to_csv(d / f"{c}.csv", index=False)
+    (d / "unlabeled.txt").write_text("\n".join(g["pool"].sentence) + "\n")
+    (d / "expert_google.txt").write_text("\n".join(g["experts"].query("expert == 1 and company == 'A'").sentence[:4]) + "\n")
+    g["products"].query("product == 'P'")[["sentence", "label"]].to_csv(d / "product" / "headset.csv", index=False)
+    for t in TASKS:
+        (data_root / TASK_FOLDER / t).mkdir(parents=True, exist_ok=True)
+        tr, te = make_task(t, n, n // 2, seed)
+        tr[["text", "label"]].to_csv(data_root / TASK_FOLDER / t / "train.csv", index=False)
+        te[["text", "label"]].to_csv(data_root / TASK_FOLDER / t / "test.csv", index=False)
+    return d
