@@ -93,7 +93,8 @@ class EmbeddingCache:
             E = np.asarray(self.encoder.encode(new, batch_size=self.batch_size, convert_to_numpy=True,
                                                show_progress_bar=False), dtype=np.float32)
             self.vectors.update(zip(todo, E)); self.n_encoded += len(new)
-        if not texts: return np.zeros((0, 0), np.float32)
+        if not texts:       # an empty batch keeps the width, so it concatenates with others
+            return np.zeros((0, len(next(iter(self.vectors.values()))) if self.vectors else 0), np.float32)
         return np.stack([self.vectors[k] for k in keys])
 
     def save(self) -> Path | None:
@@ -148,7 +149,7 @@ def f1_pos(y, pred) -> float:
     return 0.0 if tp == 0 else 2 * tp / (2 * tp + int((~y & pred).sum()) + int((y & ~pred).sum()))
 
 def f1_threshold_search(scores, y, n: int = 100) -> tuple[float, float]:
-    "(threshold, F1): of `n` thresholds equally spaced from max(scores) to min(scores), the one of best F1 of `scores >= t`."
+    "(threshold, F1): of `n` thresholds equally spaced from max(scores) to min(scores), the one of best F1 of `scores >= t` (ties: the middle one)."
     s, y = np.asarray(scores, float), np.asarray(y).astype(bool)
     if s.shape != y.shape or s.ndim != 1: raise ValueError(f"scores {s.shape} and labels {y.shape} must be 1-D of one length")
     if s.size == 0: raise ValueError("f1_threshold_search needs at least one score")
@@ -156,7 +157,9 @@ def f1_threshold_search(scores, y, n: int = 100) -> tuple[float, float]:
     P = s[None, :] >= ts[:, None]                                  # (n, N) predictions per threshold
     tp = (P & y).sum(1); fp = (P & ~y).sum(1); fn = (~P & y).sum(1)
     f1 = np.where(tp > 0, 2 * tp / np.maximum(2 * tp + fp + fn, 1), 0.0)
-    i = int(np.argmax(f1))                                         # first best: the highest such threshold
+    # a model that fits its training set perfectly ties on a whole range: the middle of the tied thresholds, not the
+    # strictest one, which would sit right at the smallest training positive and miss every slightly weaker test positive
+    best = np.flatnonzero(f1 == f1.max()); i = int(best[len(best) // 2])
     return float(ts[i]), float(f1[i])
 
 # %% ../nbs/18_text.ipynb #199caae9

@@ -23,9 +23,15 @@ from ..text import (load_minilm, load_wordpiece, wordpieces, is_single_piece, Em
 __all__ = ['LEXICONS', 'UNCOMMON', 'REASONS', 'REASON_MIX', 'NEG_TEMPLATES', 'NEG_NUMBER', 'NEG_UNCOMMON', 'POS_TEMPLATES',
            'POS_KIND_MIX', 'EXPERT_TEMPLATES', 'POS_PRODUCT', 'NEG_PRODUCT', 'BOOK_TEXT', 'SUGG_POS', 'SUGG_NEG',
            'SUGG_HARD_POS', 'SUGG_HARD_NEG', 'QUANTITY_WORDS', 'TAG_TARGETS', 'TASKS', 'TASK_RATES', 'TASK_TRAIN',
-           'FOLDER', 'TASK_FOLDER', 'LABEL', 'COMPANY_LAYOUT', 'PRODUCT_LAYOUT', 'TASK_LAYOUT', 'MODEL_DIRS',
-           'SimConfig', 'SalientSim', 'word_tokens', 'has_quantity', 'tag_rates', 'make_task', 'read_lines',
-           'stratified_split', 'load_real_data', 'local_models', 'write_tiny_dataset']
+           'FOLDER', 'TASK_FOLDER', 'LABEL', 'COMPANY_LAYOUT', 'PRODUCT_LAYOUT', 'TASK_LAYOUT', 'MODEL_DIRS', 'TAGS',
+           'NOUNS', 'QUANTITY_LIST', 'SYNONYMS', 'PAPER', 'DATASET_NAMES', 'SimConfig', 'SalientSim', 'word_tokens',
+           'has_quantity', 'tag_rates', 'make_task', 'read_lines', 'stratified_split', 'load_real_data', 'local_models',
+           'write_tiny_dataset', 'enrich', 'attribute_words', 'editor_oracle', 'uncommon_list', 'HeadConfig',
+           'mlp_head', 'val_split', 'uda_loss', 'fit_scorer', 'fit_linear', 'piece_ids', 'KimCNN', 'BiLSTM',
+           'candidates', 'avg_dist', 'textual_affinity', 'rerank', 'propagate', 'eda', 'textrank', 'kmeans_centroids',
+           'longest', 'top_k', 'one_sided_paired_p', 'lm_beats_classical', 'enrichment_helps', 'lp_helps',
+           'pseudo_label_sanity', 'transfer_richer', 'not_worse', 'small_data_matches', 'experts_ranked_high',
+           'recall_gain']
 
 # %% ../../nbs/papers/salient_facts.ipynb #86f05a2f
 LEXICONS = dict(
@@ -453,3 +459,305 @@ def write_tiny_dataset(data_root, n: int = 40, seed: int = 0) -> Path:
         tr[["text", "label"]].to_csv(data_root / TASK_FOLDER / t / "train.csv", index=False)
         te[["text", "label"]].to_csv(data_root / TASK_FOLDER / t / "test.csv", index=False)
     return d
+
+# %% ../../nbs/papers/salient_facts.ipynb #5e876c95
+TAGS = dict(uncommon="unusual", quantitative="quantitative")
+
+def enrich(text: str, tokens, tag: str) -> str:
+    "Algorithm 1: `text` + ' ' + `tag` if one of its word tokens (or a digit run, when 'DIGITS' is listed) is in `tokens`."
+    for t in word_tokens(text):
+        if t in tokens or (t.isdigit() and "DIGITS" in tokens): return f"{text} {tag}"
+    return text
+
+# %% ../../nbs/papers/salient_facts.ipynb #e6acb14f
+def attribute_words(attrs) -> set:
+    "The words of a set of attribute phrases (minus function words)."
+    return {w for a in attrs for w in word_tokens(a) if len(w) > 2 and w not in ("the", "and", "for", "from", "its")}
+
+NOUNS = frozenset(attribute_words(LEXICONS["common_attributes"]) | attribute_words([a for _, a in UNCOMMON])
+                  | set(LEXICONS["other_nouns"]))
+
+def editor_oracle(candidates, attribute_vocab, rng, drop: float = 0.1, junk: float = 0.1) -> set:
+    "The simulated human editor: keep candidates in `attribute_vocab`, but drop a share `drop` of them and keep a share `junk` of the rest."
+    cand = list(candidates)
+    keep = [w for w in cand if w in attribute_vocab]
+    other = [w for w in cand if w not in attribute_vocab]
+    kept = [w for w in keep if rng.random() >= drop] + [w for w in other if rng.random() < junk]
+    return set(kept)
+
+def uncommon_list(corpus, rng, k: int = 250, nouns=NOUNS, attribute_vocab=None, editor: bool = True) -> tuple[set, pd.Series]:
+    "(the curated uncommon-attribute list, the IDF of every word): top-k nouns by IDF, then the editor oracle."
+    scores = idf(corpus)
+    cand = top_idf(scores, k, keep=nouns if nouns is not None else None)
+    vocab = attribute_vocab if attribute_vocab is not None else attribute_words([a for _, a in UNCOMMON]) - set(LEXICONS["common_attributes"])
+    return (editor_oracle(cand, vocab, rng) if editor else set(cand)), scores
+
+QUANTITY_LIST = frozenset({"DIGITS"} | set(LEXICONS["number_words"]) | set(LEXICONS["units"]))
+
+# %% ../../nbs/papers/salient_facts.ipynb #308c1696
+@dataclass(frozen=True)
+class HeadConfig:
+    hidden: int = 128
+    dropout: float = 0.1
+    lr: float = 1e-3
+    batch: int = 32
+    epochs: int = 5
+    snapshots: int = 15
+    val_share: float = 0.1
+    uda_lambda: float = 1.0
+    uda_conf: float = 0.8
+    uda_temp: float = 0.4
+
+def mlp_head(d: int, cfg: HeadConfig = HeadConfig()) -> nn.Module:
+    return nn.Sequential(nn.Linear(d, cfg.hidden), nn.ReLU(), nn.Dropout(cfg.dropout), nn.Linear(cfg.hidden, 2))
+
+def val_split(y, share: float, seed: int) -> np.ndarray:
+    "Boolean mask of a stratified validation share of `y` (at least one row of each class present)."
+    y = np.asarray(y); r = np.random.default_rng(seed); m = np.zeros(len(y), bool)
+    for c in np.unique(y):
+        idx = np.flatnonzero(y == c); r.shuffle(idx)
+        m[idx[:max(1, int(round(share * len(idx))))]] = True
+    return m
+
+def uda_loss(model, u, u_aug, cfg: HeadConfig):
+    "The masked, sharpened KL consistency term between predictions on `u` (target, fixed) and `u_aug`."
+    with torch.no_grad():
+        p = torch.softmax(model(u), -1)
+        target = torch.softmax(torch.log(p + 1e-8) / cfg.uda_temp, -1)
+        mask = (p.max(-1).values >= cfg.uda_conf).float()
+    logq = torch.log_softmax(model(u_aug), -1)
+    kl = (target * (torch.log(target + 1e-8) - logq)).sum(-1)
+    return (kl * mask).sum() / max(float(mask.sum()), 1.0)
+
+def fit_scorer(make_model, X, y, evals: dict, seed: int, cfg: HeadConfig = HeadConfig(), unlabelled=None) -> dict:
+    "Train `make_model()` on (X, y) minus a validation share, score every set of `evals` at each snapshot; F1 by val and by test selection."
+    torch.manual_seed(seed)
+    y = np.asarray(y).astype(int)
+    val = val_split(y, cfg.val_share, seed); vt = torch.as_tensor(val)
+    Xt, yt = X[~vt], y[~val]
+    model = make_model()
+    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
+    n = len(yt); per_epoch = max(1, math.ceil(n / cfg.batch))
+    g = torch.Generator().manual_seed(seed)
+    order = torch.cat([torch.randperm(n, generator=g) for _ in range(cfg.epochs)])
+    yt_t = torch.as_tensor(yt)
+    def step(i):
+        model.train()
+        b = order[i * cfg.batch:(i + 1) * cfg.batch]
+        loss = nn.functional.cross_entropy(model(Xt[b]), yt_t[b])
+        if unlabelled is not None:
+            U, Ua = unlabelled
+            j = torch.randint(len(U), (min(len(U), 4 * cfg.batch),), generator=g)
+            loss = loss + cfg.uda_lambda * uda_loss(model, U[j], Ua[j], cfg)
+        opt.zero_grad(); loss.backward(); opt.step()
+    sets = dict(train=Xt, val=X[vt], **{k: v[0] for k, v in evals.items()})
+    def evaluate():
+        model.eval()
+        with torch.no_grad(): return {k: torch.softmax(model(v), -1)[:, 1].numpy() for k, v in sets.items()}
+    tr = SnapshotTrainer(cfg.snapshots).fit(step, per_epoch * cfg.epochs, evaluate)
+    labels = dict(train=yt, val=y[val], **{k: np.asarray(v[1]) for k, v in evals.items()})
+    tab = tr.f1_table(labels)
+    iv = SnapshotTrainer.select(tab, "val")
+    it = SnapshotTrainer.select(tab, "test") if "test" in evals else iv
+    snap = tr.snapshots[iv]
+    f1t = tab.f1_test if "test" in evals else pd.Series(np.nan, index=tab.index)
+    return dict(f1=float(f1t[iv]), f1_testsel=float(f1t[it]), threshold=float(tab.threshold[iv]),
+                step=int(tab.step[iv]), scores={k: snap[k] for k in evals}, f1_curve=f1t.tolist())
+
+# %% ../../nbs/papers/salient_facts.ipynb #a7aaacaf
+def fit_linear(kind: str, texts, y, evals: dict) -> dict:
+    "LR or SVM on TF-IDF 1-2-grams (balanced), the threshold chosen by training F1; F1 on each set of `evals`."
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.svm import LinearSVC
+    vec = TfidfVectorizer(ngram_range=(1, 2), min_df=1, sublinear_tf=True)
+    Xtr = vec.fit_transform(texts)
+    clf = (LogisticRegression(max_iter=2000, class_weight="balanced") if kind == "LR"
+           else LinearSVC(class_weight="balanced")).fit(Xtr, y)
+    t, _ = f1_threshold_search(clf.decision_function(Xtr), y)
+    out = {}
+    for k, (tx, ty) in evals.items():
+        s = clf.decision_function(vec.transform(tx)); out[k] = f1_pos(ty, s >= t); out[f"scores_{k}"] = s
+    return out
+
+def piece_ids(texts, tok, max_len: int = 48) -> torch.Tensor:
+    "WordPiece ids (no specials), cut or zero-padded to `max_len`."
+    ids = np.zeros((len(texts), max_len), dtype=np.int64)
+    for i, e in enumerate(tok.encode_batch([str(t) for t in texts], add_special_tokens=False)):
+        x = e.ids[:max_len]; ids[i, :len(x)] = x
+    return torch.as_tensor(ids)
+
+class KimCNN(nn.Module):
+    "Embeddings -> Conv1d of widths 3/4/5 -> max over time -> dropout -> 2 logits."
+    def __init__(self, vocab: int, d: int = 64, n: int = 64, widths=(3, 4, 5)):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, d, padding_idx=0)
+        self.convs = nn.ModuleList(nn.Conv1d(d, n, w, padding=w - 1) for w in widths)
+        self.out = nn.Sequential(nn.Dropout(0.3), nn.Linear(n * len(widths), 2))
+    def forward(self, x):
+        e = self.emb(x).transpose(1, 2)
+        return self.out(torch.cat([torch.relu(c(e)).max(-1).values for c in self.convs], -1))
+
+class BiLSTM(nn.Module):
+    "Embeddings -> 1-layer bidirectional LSTM (64) -> mean of the non-pad states -> 2 logits."
+    def __init__(self, vocab: int, d: int = 64, h: int = 64):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, d, padding_idx=0)
+        self.lstm = nn.LSTM(d, h, batch_first=True, bidirectional=True)
+        self.out = nn.Linear(2 * h, 2)
+    def forward(self, x):
+        m = (x > 0).float().unsqueeze(-1)
+        hs, _ = self.lstm(self.emb(x))
+        return self.out((hs * m).sum(1) / m.sum(1).clamp(min=1))
+
+# %% ../../nbs/papers/salient_facts.ipynb #923ab57d
+def candidates(J, m: int, exclude=None) -> tuple[np.ndarray, np.ndarray]:
+    "Algorithm 2 on a (queries x pool) Jaccard matrix: (pool indices, scores) of the top `m` by best score over the queries."
+    best = J.max(0).astype(float)
+    if exclude is not None: best[np.asarray(exclude, bool)] = -np.inf
+    order = np.argsort(-best, kind="stable")[:m]
+    order = order[np.isfinite(best[order])]
+    return order, best[order]
+
+def avg_dist(Jc) -> np.ndarray:
+    "Eq. 2 per candidate (rows of Jc = candidates x group): mean of 1 - J."
+    return (1.0 - np.asarray(Jc)).mean(1)
+
+def textual_affinity(Jc, y) -> np.ndarray:
+    "Eq. 3: avg_dist to the negatives / avg_dist to the positives (larger: closer to the positives)."
+    y = np.asarray(y).astype(bool)
+    return avg_dist(Jc[:, ~y]) / np.maximum(avg_dist(Jc[:, y]), 1e-12)
+
+def rerank(ta, sa, p_k: int, n_k: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    "Algorithm 3: positions (into the candidate list) of the head p_k and tail n_k by ta * sa."
+    order = np.argsort(-(np.asarray(ta) * np.asarray(sa)), kind="stable")
+    return order[:p_k], (order[len(order) - n_k:] if n_k > 0 else order[:0])
+
+def propagate(tok, train_texts, y, pool_texts, sa_pool, p_k: int, n_k: int = 0, m: int | None = None,
+              queries=None) -> tuple[np.ndarray, np.ndarray]:
+    "Pool indices of the pseudo-positives and pseudo-negatives (queries default: the training positives)."
+    y = np.asarray(y).astype(int)
+    A_tr, A_pool = wordpiece_sets(train_texts, tok), wordpiece_sets(pool_texts, tok)
+    A_q = wordpiece_sets(queries, tok) if queries is not None else A_tr[np.flatnonzero(y == 1)]
+    same = pd.Index(pool_texts).isin(set(train_texts))
+    m = m if m is not None else max(p_k + n_k, 1)
+    idx, _ = candidates(jaccard_matrix(A_q, A_pool), m, exclude=same)
+    ta = textual_affinity(jaccard_matrix(A_pool[idx], A_tr), y)
+    pos, neg = rerank(ta, np.asarray(sa_pool)[idx], p_k, n_k)
+    return idx[pos], idx[neg]
+
+# %% ../../nbs/papers/salient_facts.ipynb #bbc6e997
+SYNONYMS = {"nice": "good", "good": "fine", "great": "excellent", "add": "include", "use": "apply", "please": "kindly",
+            "try": "test", "suggest": "recommend", "make": "ensure", "sure": "certain", "help": "assist", "need": "require",
+            "better": "superior", "broke": "failed", "used": "tried", "yesterday": "today", "tried": "used", "works": "runs",
+            "room": "suite", "free": "complimentary"}
+
+def eda(text: str, rng, p_del: float = 0.1, n_swap: int = 2) -> str:
+    "Synonym swap (table), random deletion with p_del, then `n_swap` random swaps of two words."
+    w = [SYNONYMS.get(x, x) if rng.random() < 0.5 else x for x in str(text).split()]
+    w = [x for x in w if rng.random() >= p_del] or w[:1]
+    for _ in range(n_swap if len(w) > 1 else 0):
+        i, j = rng.choice(len(w), 2, replace=False); w[i], w[j] = w[j], w[i]
+    return " ".join(w)
+
+# %% ../../nbs/papers/salient_facts.ipynb #992498be
+def textrank(texts, tok, k: int) -> list[int]:
+    "Indices of the k sentences of highest PageRank on the Jaccard-similarity graph."
+    import networkx as nx
+    A = wordpiece_sets(texts, tok); J = jaccard_matrix(A, A); np.fill_diagonal(J, 0)
+    pr = nx.pagerank(nx.from_numpy_array(J), weight="weight")
+    return sorted(pr, key=lambda i: (-pr[i], i))[:k]
+
+def kmeans_centroids(E, k: int, seed: int) -> list[int]:
+    "Indices of the sentences nearest each of k K-means centroids of the vectors E."
+    from sklearn.cluster import KMeans
+    km = KMeans(k, n_init=4, random_state=seed).fit(E)
+    d = ((E[:, None, :] - km.cluster_centers_[None]) ** 2).sum(-1)
+    return list(dict.fromkeys(int(i) for i in d.argmin(0)))
+
+def longest(texts, k: int) -> list[int]: return list(np.argsort([-len(str(t)) for t in texts], kind="stable")[:k])
+
+def top_k(scores, k: int) -> list[int]: return list(np.argsort(-np.asarray(scores), kind="stable")[:k])
+
+# %% ../../nbs/papers/salient_facts.ipynb #f4fa08a1
+def one_sided_paired_p(a, b) -> float:
+    "p of the one-sided paired t-test mean(a - b) > 0 (NaN with fewer than 2 pairs or no spread)."
+    d = np.asarray(a, float) - np.asarray(b, float)
+    if d.size < 2: return float("nan")
+    if np.allclose(d, d[0]): return 0.0 if d[0] > 0 else 1.0        # no spread: the sign decides
+    return float(sps.ttest_1samp(d, 0.0, alternative="greater").pvalue)
+
+def lm_beats_classical(lm: dict, classical: dict, alpha: float = 0.05) -> tuple[bool | None, dict]:
+    "C3: per dataset F1(LM) - best classical F1 > 0 in the seed mean with a one-sided paired t-test, Holm over datasets."
+    ds = list(lm)
+    p = np.array([one_sided_paired_p(lm[d], classical[d]) for d in ds])
+    if np.isnan(p).any(): return None, dict(p=p.tolist())
+    ph = correct_pvalues(p, "holm")
+    means = [float(np.mean(np.asarray(lm[d]) - np.asarray(classical[d]))) for d in ds]
+    return bool(all(m > 0 for m in means) and (ph < alpha).all()), dict(mean_diff=dict(zip(ds, means)), p_holm=dict(zip(ds, ph.tolist())))
+
+def enrichment_helps(deltas: dict, min_significant: int, alpha: float = 0.05) -> tuple[bool | None, dict]:
+    "C4/C5 and C6: mean delta >= 0 in every cell (> 0 for C6, via min_mean) and one-sided p < alpha in at least `min_significant` cells."
+    p = {k: one_sided_paired_p(v, np.zeros_like(np.asarray(v, float))) for k, v in deltas.items()}
+    if any(np.isnan(x) for x in p.values()): return None, dict(p=p)
+    means = {k: float(np.mean(v)) for k, v in deltas.items()}
+    sig = sum(x < alpha for x in p.values())
+    return bool(all(m >= 0 for m in means.values()) and sig >= min_significant), dict(mean=means, p=p, significant=sig)
+
+def lp_helps(deltas: dict, alpha: float = 0.05) -> tuple[bool | None, dict]:
+    "C6: mean delta > 0 on every dataset and one-sided p < alpha on at least one."
+    ok, info = enrichment_helps(deltas, 1, alpha)
+    if ok is None: return None, info
+    return bool(ok and all(m > 0 for m in info["mean"].values())), info
+
+def pseudo_label_sanity(n_true: int, n: int, base_rate: float, factor: float = 5.0, alpha: float = 0.05) -> tuple[bool, float]:
+    "Pseudo-positive precision >= factor x base rate, and a binomial test of precision > base rate at alpha."
+    if n == 0: return False, 1.0
+    p = float(sps.binomtest(int(n_true), int(n), base_rate, alternative="greater").pvalue)
+    return bool(n_true / n >= factor * base_rate and p < alpha), p
+
+def transfer_richer(top_pos: int, rand_pos: int, k: int = 100, ratio: float = 3.0, alpha: float = 0.05) -> tuple[bool, float]:
+    "C7 per product: Fisher exact one-sided p < alpha (top-k vs random-k positives) and top/random >= ratio."
+    p = float(sps.fisher_exact([[top_pos, k - top_pos], [rand_pos, k - rand_pos]], alternative="greater")[1])
+    r = top_pos / rand_pos if rand_pos > 0 else (np.inf if top_pos > 0 else 0.0)
+    return bool(p < alpha and r >= ratio), p
+
+def not_worse(tukey: pd.DataFrame, ours: str, other: str) -> bool:
+    "Whether `ours` is not significantly below `other` in a Tukey table (a, b, reject, mean_a, mean_b)."
+    r = tukey[((tukey.a == ours) & (tukey.b == other)) | ((tukey.a == other) & (tukey.b == ours))].iloc[0]
+    m_ours, m_other = (r.mean_a, r.mean_b) if r.a == ours else (r.mean_b, r.mean_a)
+    return bool(not (r.reject and m_ours < m_other))
+
+def small_data_matches(tukeys: dict, ours="Ours (2k)", uda="UDA-EDA (full)", bert="LM (full)") -> tuple[bool, dict]:
+    "C8/C9: Ours not significantly worse than UDA on >= 3 of the tasks and than the plain LM on all (Tukey HSD)."
+    vs_uda = {t: not_worse(tk, ours, uda) for t, tk in tukeys.items()}
+    vs_bert = {t: not_worse(tk, ours, bert) for t, tk in tukeys.items()}
+    return bool(sum(vs_uda.values()) >= 3 and all(vs_bert.values())), dict(not_worse_than_uda=vs_uda, not_worse_than_lm=vs_bert)
+
+def experts_ranked_high(count: int, n_expert: int, k: int, alpha: float = 0.05) -> tuple[bool, float]:
+    "C11: hypergeometric P(X >= count) for k draws from n_expert experts among 2 n_expert sentences, below alpha."
+    p = float(sps.hypergeom(2 * n_expert, n_expert, k).sf(count - 1))
+    return bool(p < alpha), p
+
+def recall_gain(y, s_plain, s_enr, t_plain, t_enr, mask) -> float:
+    "Recall of the positives in `mask` at the enriched threshold minus at the plain one."
+    y, mask = np.asarray(y).astype(bool), np.asarray(mask, bool) & np.asarray(y).astype(bool)
+    if mask.sum() == 0: return float("nan")
+    return float((np.asarray(s_enr)[mask] >= t_enr).mean() - (np.asarray(s_plain)[mask] >= t_plain).mean())
+
+# %% ../../nbs/papers/salient_facts.ipynb #5fbfb069
+PAPER = dict(
+    table4={"Google": dict(BERT=0.33, ALBERT=0.30, RoBERTa=0.19, LR=0.13, SVM=0.17, CNN=0.17, LSTM=0.17),
+            "Amazon": dict(BERT=0.27, ALBERT=0.13, RoBERTa=0.20, LR=0.13, SVM=0.12, CNN=0.03, LSTM=0.07)},
+    table5={("Uncommon", "Google"): dict(BERT=0.38, ALBERT=0.43, RoBERTa=0.19), ("Uncommon", "Amazon"): dict(BERT=0.29, ALBERT=0.28, RoBERTa=0.35),
+            ("Quantitative", "Google"): dict(BERT=0.38, ALBERT=0.40, RoBERTa=0.32), ("Quantitative", "Amazon"): dict(BERT=0.27, ALBERT=0.20, RoBERTa=0.44)},
+    table6={"Google": dict(BERT=0.48, ALBERT=0.37, RoBERTa=0.36), "Amazon": dict(BERT=0.28, ALBERT=0.22, RoBERTa=0.29)},
+    table7=dict(random=dict(P=0.05, J=0.08, M=0.08, S=0.06), transfer=dict(P=0.40, J=0.37, M=0.38, S=0.39)),
+    table8={"BERT (full)": dict(SUGG=0.8571, HOTEL=0.6467, SENT=0.5413, PARA=0.6297),
+            "UDA (full)": dict(SUGG=0.8695, HOTEL=0.7290, SENT=0.5614, PARA=0.6322),
+            "Ours (2k)": dict(SUGG=0.8673, HOTEL=0.7244, SENT=0.5416, PARA=0.6514)},
+    table10={"Google": dict(n=14, ours={4: 4, 10: 9, 14: 13}, random={4: 2, 10: 5, 14: 7}),
+             "Amazon": dict(n=16, ours={4: 4, 10: 9, 16: 15}, random={4: 2, 10: 5, 16: 8})},
+    sec22=dict(death=0.0001, family=0.0015, place=0.0344, pay=0.0128),
+)
+DATASET_NAMES = {"A": "Google", "B": "Amazon"}        # the generator's companies stand in for these
