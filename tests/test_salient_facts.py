@@ -62,3 +62,33 @@ def test_broken_data_is_named(tmp_path, name, mutate, expected):
     mutate(tmp_path)
     with pytest.raises(DataError) as e: load_real_data(tmp_path / FOLDER, tmp_path / TASK_FOLDER)
     assert expected in str(e.value), str(e.value)
+
+def test_long_sentence_is_not_an_error(tmp_path):
+    "A sentence longer than the encoder's limit loads; the encoder truncates it and the cache counts it (tests/test_text.py)."
+    write_tiny_dataset(tmp_path)
+    _edit(tmp_path, "google.csv", lambda t: t + " ".join(["laundry"] * 600) + ",1,\n")
+    lab = load_real_data(tmp_path / FOLDER)[1]["labelled"]
+    assert lab.sentence.str.len().max() > 4000
+
+def test_claim_rules_pass_and_fail():
+    lm, cl = {"A": [0.5, 0.55, 0.6], "B": [0.4, 0.42, 0.45]}, {"A": [0.2, 0.22, 0.25], "B": [0.1, 0.15, 0.12]}
+    assert sf.lm_beats_classical(lm, cl)[0] is True and sf.lm_beats_classical(cl, lm)[0] is False
+    assert sf.enrichment_helps({"a": [0.05, 0.06, 0.07], "b": [0.04, 0.05, 0.07]}, 2)[0] is True
+    assert sf.enrichment_helps({"a": [0.05, 0.06, 0.07], "b": [-0.04, -0.05, -0.07]}, 1)[0] is False
+    assert sf.lp_helps({"a": [0.05, 0.06, 0.07], "b": [0.01, 0.02, 0.0]})[0] is True
+    assert sf.lp_helps({"a": [0.05, 0.06, 0.07], "b": [-0.01, 0.0, 0.0]})[0] is False
+    assert sf.transfer_richer(40, 6)[0] and not sf.transfer_richer(10, 6)[0]
+    assert sf.experts_ranked_high(13, 14, 14)[0] and not sf.experts_ranked_high(8, 14, 14)[0]
+    assert sf.pseudo_label_sanity(50, 150, 0.02)[0] and not sf.pseudo_label_sanity(4, 150, 0.02)[0]
+
+def test_tag_words_are_single_pieces_and_salient_is_not():
+    from paperlib.text import load_wordpiece, is_single_piece
+    tok = load_wordpiece()
+    assert all(is_single_piece(tok, w) for w in sf.TAGS.values()) and not is_single_piece(tok, "salient")
+
+def test_generator_tag_rates_near_targets():
+    big = sf.SalientSim(sf.SimConfig(sizes=(("A", 20000, 10000),), n_pool=1, n_product=1), seed=1).company("A", 20000, 10000, 0)
+    rates = sf.tag_rates(big)
+    for k, v in sf.TAG_TARGETS.items(): assert abs(rates[k] - v) <= 0.02, (k, rates[k])
+    tr = big[(big.split == "train") & (big.label == 1)]
+    assert not tr.unseen.any() and big[(big.split == "test") & (big.label == 1)].unseen.any()

@@ -16,6 +16,7 @@ from scipy import stats as sps
 
 from ..core import parallel_map
 from ..data import Column, Layout, DataError, DataSource, read_table, register_layout, fingerprint_real
+from ..stats import correct_pvalues
 from ..text import (load_minilm, load_wordpiece, wordpieces, is_single_piece, EmbeddingCache, wordpiece_sets,
                            jaccard_matrix, idf, top_idf, f1_pos, f1_threshold_search, SnapshotTrainer)
 
