@@ -793,6 +793,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                            'paperlib/papers/salient_facts.py'),
                                                'paperlib.papers.salient_facts.candidates': ( 'papers/salient_facts.html#candidates',
                                                                                              'paperlib/papers/salient_facts.py'),
+                                               'paperlib.papers.salient_facts.compact_ids': ( 'papers/salient_facts.html#compact_ids',
+                                                                                              'paperlib/papers/salient_facts.py'),
                                                'paperlib.papers.salient_facts.eda': ( 'papers/salient_facts.html#eda',
                                                                                       'paperlib/papers/salient_facts.py'),
                                                'paperlib.papers.salient_facts.editor_oracle': ( 'papers/salient_facts.html#editor_oracle',

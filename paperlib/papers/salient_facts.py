@@ -28,11 +28,11 @@ __all__ = ['LEXICONS', 'UNCOMMON', 'REASONS', 'REASON_MIX', 'NEG_TEMPLATES', 'NE
            'NOUNS', 'QUANTITY_LIST', 'SYNONYMS', 'PAPER', 'DATASET_NAMES', 'SimConfig', 'SalientSim', 'word_tokens',
            'has_quantity', 'tag_rates', 'make_task', 'read_lines', 'stratified_split', 'load_real_data', 'local_models',
            'write_tiny_dataset', 'enrich', 'attribute_words', 'editor_oracle', 'uncommon_list', 'HeadConfig',
-           'mlp_head', 'val_split', 'uda_loss', 'fit_scorer', 'fit_linear', 'piece_ids', 'KimCNN', 'BiLSTM',
-           'candidates', 'avg_dist', 'textual_affinity', 'rerank', 'propagate', 'eda', 'textrank', 'kmeans_centroids',
-           'longest', 'top_k', 'one_sided_paired_p', 'lm_beats_classical', 'enrichment_helps', 'lp_helps',
-           'pseudo_label_sanity', 'transfer_richer', 'not_worse', 'small_data_matches', 'experts_ranked_high',
-           'recall_gain']
+           'mlp_head', 'val_split', 'uda_loss', 'fit_scorer', 'fit_linear', 'piece_ids', 'compact_ids', 'KimCNN',
+           'BiLSTM', 'candidates', 'avg_dist', 'textual_affinity', 'rerank', 'propagate', 'eda', 'textrank',
+           'kmeans_centroids', 'longest', 'top_k', 'one_sided_paired_p', 'lm_beats_classical', 'enrichment_helps',
+           'lp_helps', 'pseudo_label_sanity', 'transfer_richer', 'not_worse', 'small_data_matches',
+           'experts_ranked_high', 'recall_gain']
 
 # %% ../../nbs/papers/salient_facts.ipynb #86f05a2f
 LEXICONS = dict(
@@ -495,7 +495,7 @@ def uncommon_list(corpus, rng, k: int = 250, nouns=NOUNS, attribute_vocab=None, 
 
 QUANTITY_LIST = frozenset({"DIGITS"} | set(LEXICONS["number_words"]) | set(LEXICONS["units"]))
 
-# %% ../../nbs/papers/salient_facts.ipynb #308c1696
+# %% ../../nbs/papers/salient_facts.ipynb #1265db45
 @dataclass(frozen=True)
 class HeadConfig:
     hidden: int = 128
@@ -503,6 +503,7 @@ class HeadConfig:
     lr: float = 1e-3
     batch: int = 32
     epochs: int = 5
+    min_steps: int = 600        # a small head on frozen vectors needs more steps than 5 epochs of a small set give
     snapshots: int = 15
     val_share: float = 0.1
     uda_lambda: float = 1.0
@@ -539,8 +540,9 @@ def fit_scorer(make_model, X, y, evals: dict, seed: int, cfg: HeadConfig = HeadC
     model = make_model()
     opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
     n = len(yt); per_epoch = max(1, math.ceil(n / cfg.batch))
+    epochs = max(cfg.epochs, math.ceil(cfg.min_steps / per_epoch))
     g = torch.Generator().manual_seed(seed)
-    order = torch.cat([torch.randperm(n, generator=g) for _ in range(cfg.epochs)])
+    order = torch.cat([torch.randperm(n, generator=g) for _ in range(epochs)])
     yt_t = torch.as_tensor(yt)
     def step(i):
         model.train()
@@ -555,7 +557,7 @@ def fit_scorer(make_model, X, y, evals: dict, seed: int, cfg: HeadConfig = HeadC
     def evaluate():
         model.eval()
         with torch.no_grad(): return {k: torch.softmax(model(v), -1)[:, 1].numpy() for k, v in sets.items()}
-    tr = SnapshotTrainer(cfg.snapshots).fit(step, per_epoch * cfg.epochs, evaluate)
+    tr = SnapshotTrainer(cfg.snapshots).fit(step, per_epoch * epochs, evaluate)
     labels = dict(train=yt, val=y[val], **{k: np.asarray(v[1]) for k, v in evals.items()})
     tab = tr.f1_table(labels)
     iv = SnapshotTrainer.select(tab, "val")
@@ -581,12 +583,20 @@ def fit_linear(kind: str, texts, y, evals: dict) -> dict:
         s = clf.decision_function(vec.transform(tx)); out[k] = f1_pos(ty, s >= t); out[f"scores_{k}"] = s
     return out
 
-def piece_ids(texts, tok, max_len: int = 48) -> torch.Tensor:
+def piece_ids(texts, tok, max_len: int = 32) -> torch.Tensor:
     "WordPiece ids (no specials), cut or zero-padded to `max_len`."
     ids = np.zeros((len(texts), max_len), dtype=np.int64)
     for i, e in enumerate(tok.encode_batch([str(t) for t in texts], add_special_tokens=False)):
         x = e.ids[:max_len]; ids[i, :len(x)] = x
     return torch.as_tensor(ids)
+
+def compact_ids(train_ids, *others) -> tuple:
+    "Renumber WordPiece ids to those seen in `train_ids` (0 stays padding; unseen ids share one index): smaller embeddings train faster."
+    uniq = torch.unique(train_ids)
+    if uniq[0] != 0: uniq = torch.cat([torch.zeros(1, dtype=uniq.dtype), uniq])
+    remap = torch.full((int(max(train_ids.max(), *(o.max() for o in others))) + 1,), len(uniq), dtype=torch.long)
+    remap[uniq] = torch.arange(len(uniq))
+    return (len(uniq) + 1, remap[train_ids], *(remap[o] for o in others))
 
 class KimCNN(nn.Module):
     "Embeddings -> Conv1d of widths 3/4/5 -> max over time -> dropout -> 2 logits."
