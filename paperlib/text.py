@@ -193,7 +193,10 @@ class SnapshotTrainer:
 
     @staticmethod
     def select(table: pd.DataFrame, on: str = "val") -> int:
-        "Row index of the snapshot with the best F1 on `on` (the first best)."
+        "Row index of the snapshot with the best F1 on `on`; among ties the last (the most trained)."
         col = f"f1_{on}"
         if col not in table: raise ValueError(f"no {col} column; selection sets: {', '.join(c[3:] for c in table if c.startswith('f1_'))}")
-        return int(np.argmax(table[col].to_numpy()))
+        # a validation split with one or two positives ties often (F1 0 at every early snapshot): the first best
+        # would then be the least trained model
+        f = table[col].to_numpy()
+        return int(np.flatnonzero(f == f.max())[-1])
