@@ -682,7 +682,7 @@ def textrank(texts, tok, k: int) -> list[int]:
 def kmeans_centroids(E, k: int, seed: int) -> list[int]:
     "Indices of the sentences nearest each of k K-means centroids of the vectors E."
     from sklearn.cluster import KMeans
-    km = KMeans(k, n_init=4, random_state=seed).fit(E)
+    km = KMeans(min(k, len(E)), n_init=4, random_state=seed).fit(E)
     d = ((E[:, None, :] - km.cluster_centers_[None]) ** 2).sum(-1)
     return list(dict.fromkeys(int(i) for i in d.argmin(0)))
 
