@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt
 import seaborn as sns
 
 # %% auto #0
-__all__ = ['GROUP_COLORS', 'group_palette', 'kde_by_group', 'bars_with_ci', 'panel_grid', 'box_diagram']
+__all__ = ['GROUP_COLORS', 'group_palette', 'kde_by_group', 'bars_with_ci', 'panel_grid', 'box_diagram', 'bars_with_stars']
 
 # %% ../nbs/04_plots.ipynb #31992e9e
 _CB = sns.color_palette("colorblind").as_hex()
@@ -104,4 +104,40 @@ def box_diagram(nodes: dict, edges: list, ax=None, title=None, colors=None, font
     xs, ys = zip(*nodes.values())
     ax.set(xlim=(min(xs) - 0.8, max(xs) + 0.8), ylim=(min(ys) - 0.6, max(ys) + 0.6))
     if title: ax.set_title(title, fontsize=9)
+    return ax
+
+# %% ../nbs/04_plots.ipynb #429c8657
+def bars_with_stars(df: pd.DataFrame, group: str, method: str, value: str, pairs: pd.DataFrame | None = None,
+                    ax=None, order=None, title=None, ylabel=None, show_ns: bool = True):
+    "Mean ± SD bars of `value` per (group, method) from long `df`; brackets for rows of `pairs` (group, a, b, stars)."
+    missing = [c for c in (group, method, value) if c not in df.columns]
+    if missing: raise KeyError(f"bars_with_stars: columns {missing} not in {list(df.columns)}")
+    groups = list(dict.fromkeys(df[group]))
+    methods = list(order) if order is not None else list(dict.fromkeys(df[method]))
+    stat = df.groupby([group, method])[value].agg(["mean", "std"]).fillna({"std": 0.0})
+    if ax is None: _, ax = plt.subplots(figsize=(1.2 + 0.9 * len(groups) * len(methods) / 2, 3.8))
+    w = 0.8 / len(methods)
+    pal = group_palette(methods)
+    pos = {}
+    for j, m in enumerate(methods):
+        xs = np.arange(len(groups)) - 0.4 + w * (j + 0.5)
+        mu = [stat["mean"].get((g, m), np.nan) for g in groups]; sd = [stat["std"].get((g, m), 0.0) for g in groups]
+        ax.bar(xs, mu, w, yerr=sd, capsize=2, color=pal[m], label=str(m))
+        for g, x, a, s in zip(groups, xs, mu, sd): pos[(g, m)] = (x, a + s)
+    if pairs is not None:
+        top = {g: max(pos[(g, m)][1] for m in methods if (g, m) in pos and np.isfinite(pos[(g, m)][1])) for g in groups}
+        span = float(np.nanmax([v for _, v in pos.values()])) if pos else 1.0
+        step = 0.06 * span
+        for r in pairs.itertuples(index=False):
+            g, a, b, s = getattr(r, group), r.a, r.b, r.stars
+            if (g, a) not in pos or (g, b) not in pos or (s == "n.s." and not show_ns): continue
+            top[g] += step
+            x1, x2 = sorted((pos[(g, a)][0], pos[(g, b)][0])); y = top[g]
+            ax.plot([x1, x1, x2, x2], [y - step / 3, y, y, y - step / 3], color="black", lw=0.8)
+            ax.text((x1 + x2) / 2, y, s, ha="center", va="bottom", fontsize=8)
+        ax.set_ylim(None, max(top.values()) + 2 * step)
+    ax.set_xticks(np.arange(len(groups)), [str(g) for g in groups])
+    ax.set_ylabel(ylabel or value)
+    if title is not None: ax.set_title(title)
+    ax.legend(frameon=False, fontsize=8)
     return ax

