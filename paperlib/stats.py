@@ -10,6 +10,7 @@ from collections.abc import Mapping, Callable
 import numpy as np
 import pandas as pd
 from scipy import stats as sps
+from sklearn.metrics import roc_auc_score
 from statsmodels.stats.multitest import multipletests
 
 # %% auto #0
@@ -17,7 +18,8 @@ __all__ = ['CORRECTIONS', 'PAIRED_TESTS', 'ALTERNATIVES', 'P_CONVENTIONS', 'CI_D
            'cohens_d', 'pairwise_ttests', 'add_corrected', 'corrected_ttests', 'format_p', 'p_matrix', 'levene_tests',
            'bootstrap_ci', 'paired_diff_test', 'paired_tests', 'weat_association', 'wefat_score', 'weat_effect_size',
            'random_subsets', 'all_subsets', 'permutation_p', 'partition_test', 'weat_test', 'critical_value', 'mean_ci',
-           'topk_threshold', 'topk_share_threshold', 'stars', 'anova_tukey']
+           'topk_threshold', 'topk_share_threshold', 'delong', 'auc_ci', 'delong_test', 'auc_diff_bootstrap', 'stars',
+           'anova_tukey']
 
 # %% ../nbs/02_stats.ipynb #cc17ceb0
 CORRECTIONS = {"sidak": "sidak", "holm": "holm", "bonferroni": "bonferroni", "bh": "fdr_bh", "none": None}
@@ -319,6 +321,61 @@ def topk_share_threshold(p, share: float) -> float:
     "The threshold that passes round(N * share) of the N values of `p` (see `topk_threshold`)."
     if not 0 <= share <= 1: raise ValueError(f"share must be in [0, 1], got {share}")
     return topk_threshold(p, int(round(np.asarray(p).size * share)))
+
+# %% ../nbs/02_stats.ipynb #fb6ee4a5
+def _auc_inputs(y, scores):
+    y = np.asarray(y)
+    if y.ndim != 1: raise ValueError(f"y must be 1-D, got shape {y.shape}")
+    if not np.isin(y, [0, 1]).all(): raise ValueError("y must hold only 0/1 (or False/True) labels")
+    y = y.astype(bool)
+    s = np.atleast_2d(np.asarray(scores, dtype=float))
+    if s.shape[1] != len(y): raise ValueError(f"scores have {s.shape[1]} cases, y has {len(y)}")
+    if not np.isfinite(s).all(): raise ValueError("scores must be finite")
+    if y.all() or not y.any(): raise ValueError("AUC needs both classes in y")
+    return y, s
+
+def delong(y, scores) -> tuple[np.ndarray, np.ndarray]:
+    "(AUCs, DeLong covariance matrix) of the k score sets `scores` (k x n, or one 1-D set) for binary labels `y`."
+    y, s = _auc_inputs(y, scores)
+    pos, neg = s[:, y], s[:, ~y]
+    m, n = pos.shape[1], neg.shape[1]
+    tx, ty = sps.rankdata(pos, axis=1), sps.rankdata(neg, axis=1)
+    tz = sps.rankdata(np.concatenate([pos, neg], axis=1), axis=1)       # mid-ranks: ties count one half
+    auc = (tz[:, :m].sum(1) - m * (m + 1) / 2) / (m * n)
+    v10 = (tz[:, :m] - tx) / n                                           # V10(x_i): share of negatives below x_i
+    v01 = 1 - (tz[:, m:] - ty) / m                                       # V01(y_j): share of positives above y_j
+    cov = np.atleast_2d(np.cov(v10)) / m + np.atleast_2d(np.cov(v01)) / n
+    return auc, cov
+
+def auc_ci(y, score, level: float = 0.95) -> tuple[float, float, float]:
+    "(AUC, lo, hi): the ROC AUC of `score` for labels `y` with its DeLong normal interval, clipped to [0, 1]."
+    auc, cov = delong(y, score)
+    se = float(np.sqrt(cov[0, 0]))
+    z = sps.norm.ppf(0.5 + level / 2)
+    return float(auc[0]), max(0.0, float(auc[0]) - z * se), min(1.0, float(auc[0]) + z * se)
+
+def delong_test(y, score_a, score_b, level: float = 0.95) -> dict:
+    "Paired DeLong comparison of two scores on the same cases: AUCs, difference a - b with its interval, z and two-sided p."
+    auc, cov = delong(y, np.vstack([score_a, score_b]))
+    d = float(auc[0] - auc[1])
+    se = float(np.sqrt(max(cov[0, 0] + cov[1, 1] - 2 * cov[0, 1], 0.0)))
+    zc = sps.norm.ppf(0.5 + level / 2)
+    if se == 0: z, p = 0.0, (1.0 if d == 0 else 0.0)
+    else: z = d / se; p = float(2 * sps.norm.sf(abs(z)))
+    return dict(auc_a=float(auc[0]), auc_b=float(auc[1]), diff=d, lo=d - zc * se, hi=d + zc * se, z=z, p=p)
+
+def auc_diff_bootstrap(y, score_a, score_b, B: int = 1000, level: float = 0.95, seed: int = 0) -> tuple[float, float, float]:
+    "(AUC(a) - AUC(b), lo, hi): percentile interval from resampling cases jointly (a resample with one class is redrawn by rejection)."
+    y, s = _auc_inputs(y, np.vstack([score_a, score_b]))
+    def diff(yy, a, b):
+        if yy.all() or not yy.any(): return np.nan
+        return roc_auc_score(yy, a) - roc_auc_score(yy, b)
+    est = diff(y, *s)
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(y), size=(B, len(y)))
+    d = np.array([diff(y[i], s[0, i], s[1, i]) for i in idx])
+    lo, hi = np.nanquantile(d, [(1 - level) / 2, (1 + level) / 2])
+    return float(est), float(lo), float(hi)
 
 # %% ../nbs/02_stats.ipynb #ebf84554
 STAR_LEVELS = ((0.001, "***"), (0.01, "**"), (0.05, "*"))
