@@ -19,8 +19,8 @@ from paperlib.papers.findml_parade import (
     training_counts, minority_classes, run_class_job, run_attr_job, gap_rows, GAP_RULE_CLASS, load_cub, load_cars,
     load_celeba, load_lfw, real_class_bench, real_attr_bench, gap_for_present, ita_category, control_per_class,
     CELEBA_SHARES, LFW_RACES, chance_r1, gate_learned, gate_control, gate_gap_exists, gate_sa_learned, paired_family,
-    rule_c1, rule_c2, trend_test, rule_c4, rule_c5, rule_all_significant, rule_share_significant, rule_direction,
-    rule_lenient, rule_c10, make_jobs, knn_purity, ResNet50, load_resnet50)
+    rule_c1, rule_c2, trend_test, rule_c4, rule_c4b, rule_c5, rule_all_significant, rule_share_significant, rule_direction,
+    rule_lenient, rule_probe_lower, rule_c10, make_jobs, knn_purity, ResNet50, load_resnet50)
 
 TINY_CFG = dict(steps=3, batch_size=16, m=2, lr=1e-3, weight_decay=4e-4, xi_lr=1e-3, xi_hidden=16, classifiers=("LR",),
                 device="cpu")
@@ -157,6 +157,22 @@ def test_rule_c4_trend():
     assert rule_c4({"up": trend_test(lv, up)})[0]
     assert not rule_c4({"up": trend_test(lv, up), "flat": trend_test(lv, np.tile([0.01, 0.0, 0.02], 6))})[0]
     assert not rule_c4({"down": trend_test(lv, -up)})[0]
+
+
+def test_rule_c4b_welch_at_40_60():
+    ctrl = {"Margin·D": [0.00, 0.01, -0.01], "Triplet·D": [0.01, 0.00, 0.00]}
+    up = {"Margin·D": [0.06, 0.08, 0.07], "Triplet·D": [0.05, 0.07, 0.06]}
+    assert rule_c4b(up, ctrl)[0]
+    ok, why = rule_c4b({**up, "Triplet·D": [-0.01, 0.02, 0.00]}, ctrl)             # one method shows no gap yet
+    assert not ok and "Triplet·D" in why
+    assert not rule_c4b({"Margin·D": [0.06]}, {"Margin·D": [0.0]})[0]                 # one seed: no test
+
+
+def test_rule_probe_lower():
+    assert rule_probe_lower({"LFW-like": (-0.12, 0.004), "colour-like": (-0.05, 0.03)})[0]
+    ok, why = rule_probe_lower({"LFW-like": (-0.12, 0.004), "colour-like": (0.08, 0.9)})   # PARADE leaks more
+    assert not ok and "colour-like" in why
+    assert not rule_probe_lower({"LFW-like": (-0.12, 0.2)})[0] and not rule_probe_lower({})[0]
 
 
 def test_rule_c5_c10():

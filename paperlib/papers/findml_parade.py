@@ -40,8 +40,9 @@ __all__ = ['METHODS', 'LOSS_PARAMS', 'MINER_PARAMS', 'LOSS_LR', 'GAP_RULE_CLASS'
            'control_per_class', 'subsample_classes', 'Bottleneck', 'ResNet50', 'load_resnet50', 'gap_for_present',
            'real_model_fn', 'real_class_bench', 'real_attr_bench', 'make_jobs', 'mean_sd', 'pick', 'knn_purity',
            'tsne_sample', 'chance_r1', 'gate_learned', 'gate_control', 'gate_gap_exists', 'gate_sa_learned',
-           'paired_family', 'rule_c1', 'rule_c2', 'trend_test', 'rule_c4', 'rule_c5', 'rule_all_significant',
-           'rule_share_significant', 'rule_direction', 'rule_lenient', 'rule_c10']
+           'paired_family', 'rule_c1', 'rule_c2', 'trend_test', 'rule_c4', 'rule_c4b', 'rule_c5',
+           'rule_all_significant', 'rule_share_significant', 'rule_direction', 'rule_lenient', 'rule_probe_lower',
+           'rule_c10']
 
 # %% ../../nbs/papers/findml_parade.ipynb #4b67cb6a
 METHODS = {
@@ -982,6 +983,18 @@ def rule_c4(trends: dict, alpha: float = 0.05) -> tuple[bool, str | None]:
     "C4: every (method, metric) trend has rho > 0 and one-sided p < alpha ({key: (rho, p)})."
     return rule_outcome([f"{k}: rho {r:.3f}, p {p:.3g}" for k, (r, p) in trends.items() if not (r > 0 and p < alpha)])
 
+def rule_c4b(gap_40_60: dict, gap_50_50: dict, alpha: float = 0.05) -> tuple[bool, str | None]:
+    "C4b: per method, the RF accuracy gap at 40:60 exceeds the 50:50 control's (one-sided Welch t-test, Holm over methods)."
+    from scipy.stats import ttest_ind
+    from paperlib.stats import correct_pvalues
+    keys = [k for k in gap_40_60 if len(gap_40_60[k]) >= 2 and len(gap_50_50.get(k, ())) >= 2]
+    if not keys: return False, "no method has two or more seeds at both levels"
+    p = [float(ttest_ind(np.asarray(gap_40_60[k], float), np.asarray(gap_50_50[k], float), equal_var=False,
+                         alternative="greater").pvalue) for k in keys]
+    p_adj = correct_pvalues(np.asarray(p), "holm")
+    return rule_outcome([f"{k}: 40:60 {np.mean(gap_40_60[k]):.4f} vs 50:50 {np.mean(gap_50_50[k]):.4f}, p_adj {pa:.3g}"
+                         for k, pa in zip(keys, p_adj) if not (np.mean(gap_40_60[k]) > np.mean(gap_50_50[k]) and pa < alpha)])
+
 def rule_c5(r1_drop: float, gap_increase: float) -> bool:
     "C5: the mean drop of overall R@1 is smaller than the mean increase of the R@1 gap."
     return bool(r1_drop < gap_increase)
@@ -1006,6 +1019,12 @@ def rule_lenient(mean_diff: float, p_two_sided: float, expect: str, alpha: float
     "The lenient reading: the paper's direction, or no significant difference either way."
     went = {"less": mean_diff < 0, "greater": mean_diff > 0, "not_less": mean_diff >= 0}[expect]
     return bool(went or p_two_sided >= alpha)
+
+def rule_probe_lower(diffs: dict, alpha: float = 0.05) -> tuple[bool, str | None]:
+    "C7m: on every benchmark the attribute probe reads less from phi_targ with PARADE ({bench: (mean_diff, p_adj)})."
+    if not diffs: return False, "no attribute benchmark"
+    return rule_outcome([f"{b}: probe difference {d:+.3f}, p_adj {p:.3g}" for b, (d, p) in diffs.items()
+                         if not rule_direction(d, p, "less", alpha)])
 
 def rule_c10(parade_r1: float, standard_r1: float, tol: float = 0.01) -> bool:
     "C10: PARADE's overall R@1 is not above the standard model's by more than tol."
