@@ -20,7 +20,7 @@ from paperlib.papers.findml_parade import (
     load_celeba, load_lfw, real_class_bench, real_attr_bench, gap_for_present, ita_category, control_per_class,
     CELEBA_SHARES, LFW_RACES, chance_r1, gate_learned, gate_control, gate_gap_exists, gate_sa_learned, paired_family,
     rule_c1, rule_c2, trend_test, rule_c4, rule_c4b, rule_c5, rule_all_significant, rule_share_significant, rule_direction,
-    rule_lenient, rule_probe_lower, rule_c10, make_jobs, knn_purity, ResNet50, load_resnet50)
+    rule_lenient, rule_probe_lower, rule_c10, leave_one_seed_out, fragile, make_jobs, knn_purity, ResNet50, load_resnet50)
 
 TINY_CFG = dict(steps=3, batch_size=16, m=2, lr=1e-3, weight_decay=4e-4, xi_lr=1e-3, xi_hidden=16, classifiers=("LR",),
                 device="cpu")
@@ -173,6 +173,18 @@ def test_rule_probe_lower():
     ok, why = rule_probe_lower({"LFW-like": (-0.12, 0.004), "colour-like": (0.08, 0.9)})   # PARADE leaks more
     assert not ok and "colour-like" in why
     assert not rule_probe_lower({"LFW-like": (-0.12, 0.2)})[0] and not rule_probe_lower({})[0]
+
+
+def test_leave_one_seed_out_finds_a_deciding_seed():
+    seeds = [5, 6, 7, 8, 9]
+    steady = ({"M": np.array([0.10, 0.12, 0.11, 0.13, 0.12])}, {"M": np.array([0.0, 0.01, -0.01, 0.0, 0.01])})
+    loo = leave_one_seed_out([("digits", *steady)], seeds, lambda p: all(v < 0.05 for v in p.values()))
+    assert loo == {s: True for s in seeds} and fragile(True, loo) is None
+    # one seed decides: the rule fails with all five (p 0.25), holds once seed 9 is left out (p < 0.001)
+    shaky = ({"M": np.array([0.05, 0.06, 0.05, 0.055, -0.10])}, {"M": np.zeros(5)})
+    loo = leave_one_seed_out([("digits", *shaky)], seeds, lambda p: all(v < 0.05 for v in p.values()))
+    assert loo == {5: False, 6: False, 7: False, 8: False, 9: True}
+    assert "holds when training seed 9 is left out" in fragile(False, loo)
 
 
 def test_rule_c5_c10():

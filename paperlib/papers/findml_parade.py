@@ -40,9 +40,9 @@ __all__ = ['METHODS', 'LOSS_PARAMS', 'MINER_PARAMS', 'LOSS_LR', 'GAP_RULE_CLASS'
            'control_per_class', 'subsample_classes', 'Bottleneck', 'ResNet50', 'load_resnet50', 'gap_for_present',
            'real_model_fn', 'real_class_bench', 'real_attr_bench', 'make_jobs', 'mean_sd', 'pick', 'knn_purity',
            'tsne_sample', 'chance_r1', 'gate_learned', 'gate_control', 'gate_gap_exists', 'gate_sa_learned',
-           'paired_family', 'rule_c1', 'rule_c2', 'trend_test', 'rule_c4', 'rule_c4b', 'rule_c5',
-           'rule_all_significant', 'rule_share_significant', 'rule_direction', 'rule_lenient', 'rule_probe_lower',
-           'rule_c10']
+           'paired_family', 'leave_one_seed_out', 'fragile', 'rule_c1', 'rule_c2', 'trend_test', 'rule_c4', 'rule_c4b',
+           'rule_c5', 'rule_all_significant', 'rule_share_significant', 'rule_direction', 'rule_lenient',
+           'rule_probe_lower', 'rule_c10']
 
 # %% ../../nbs/papers/findml_parade.ipynb #4b67cb6a
 METHODS = {
@@ -955,6 +955,25 @@ def paired_family(x: dict, y: dict, alternative: str = "greater", correction: st
     items = list(x)
     return paired_tests(np.array([x[i] for i in items], dtype=float), np.array([y[i] for i in items], dtype=float),
                         items=[str(i) for i in items], test="t", correction=correction, alternative=alternative)
+
+def leave_one_seed_out(families: list, seeds, decide, alternative: str = "greater") -> dict:
+    "{seed: decide(Holm-corrected p-values of every family (name, x, y) with that seed's pair left out)}; arrays in seed order."
+    out = {}
+    for k, s in enumerate(seeds):
+        p = {}
+        for name, x, y in families:
+            fam = paired_family({i: np.delete(np.asarray(v, float), k) for i, v in x.items()},
+                                {i: np.delete(np.asarray(v, float), k) for i, v in y.items()}, alternative)
+            p.update({f"{name} {i}": v for i, v in zip(x, fam.p_adj)})
+        out[s] = decide(p)
+    return out
+
+def fragile(full, loo: dict) -> str | None:
+    "A note when leaving one training seed out changes the rule's outcome (None when it never does)."
+    flips = [s for s, v in loo.items() if v != full]
+    if full is None or not flips: return None
+    return (f"fragile: the rule {'fails' if full else 'holds'} when training seed {' or '.join(map(str, flips))} is left out, "
+            "so the verdict can change between run seeds")
 
 def rule_c1(p_r1: dict, p_nmi: dict, imb_r1_mean: float, bal_r1_mean: float, alpha: float = 0.05, share: float = 0.75,
             ratio: float = 5.0) -> tuple[bool, str | None]:
