@@ -651,7 +651,7 @@ def encode_morph(m: dict, enc, orient: bool = True) -> dict:
         out["S"].append(s); out["D"].append(D); out["d"].append(feat_effect_size(x, y, A, B))
     return out
 
-# %% ../../nbs/papers/feat_face_bias.ipynb #fea70061
+# %% ../../nbs/papers/feat_face_bias.ipynb #fea70062
 def rule_t1(cells: pd.DataFrame, share: float = 0.9) -> tuple[bool, float]:
     "T1: the planted expected d lies inside the recovered d's 95% bootstrap interval in at least `share` of the cells."
     inside = (cells.ci_low <= cells.d_planted) & (cells.d_planted <= cells.ci_high)
@@ -689,7 +689,7 @@ def rule_t6(p_sampled, p_exact, tol: float = 0.01) -> tuple[bool, float]:
     gap = float(np.max(np.abs(np.asarray(p_sampled) - np.asarray(p_exact))))
     return bool(gap <= tol), gap
 
-# %% ../../nbs/papers/feat_face_bias.ipynb #fea70065
+# %% ../../nbs/papers/feat_face_bias.ipynb #fea70066
 B_CLAIMS = {
     "B1": ("EU faces are more associated with Pleasant than AF faces in all six models (d > 0, p < 0.001).",
            dict(table="Table 2", pair="EU/AF", attribute="Pleasant/Unpleasant")),
