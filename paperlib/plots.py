@@ -127,7 +127,7 @@ def bars_with_stars(df: pd.DataFrame, group: str, method: str, value: str, pairs
     if pairs is not None:
         top = {g: max(pos[(g, m)][1] for m in methods if (g, m) in pos and np.isfinite(pos[(g, m)][1])) for g in groups}
         span = float(np.nanmax([v for _, v in pos.values()])) if pos else 1.0
-        step = 0.06 * span
+        step = 0.1 * span                         # room for the bracket and its stars above it
         for r in pairs.itertuples(index=False):
             g, a, b, s = getattr(r, group), r.a, r.b, r.stars
             if (g, a) not in pos or (g, b) not in pos or (s == "n.s." and not show_ns): continue
