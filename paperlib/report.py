@@ -101,8 +101,10 @@ def _seed_outcome(outcomes: dict) -> tuple[bool | None, str | None]:
         return None, f"seed-sensitive: the rule holds at seed(s) {', '.join(map(str, held))} and fails at {', '.join(map(str, failed))}"
     return bool(held), None
 
-def decide_verdict(passed, gates=(), informational: bool = False) -> tuple[str, str | None]:
-    "(verdict, why) from the rule's outcome `passed` (True, False, None or {seed: outcome}) and the `Gate`s it depends on."
+def decide_verdict(passed, gates=(), informational: bool = False, seed_sensitive: str | None = None) -> tuple[str, str | None]:
+    """(verdict, why) from the rule's outcome `passed` (True, False, None or {seed: outcome}) and the `Gate`s it depends on.
+    `seed_sensitive` says why the claim is known to move with the run seed (a check over several runs, too costly to
+    repeat inside one): such a claim is inconclusive whatever this run's outcome, which stays on record."""
     if informational:
         if passed is not None: raise ValueError("an informational claim has no pass/fail outcome; pass passed=None")
         return INFORMATIONAL, None
@@ -119,6 +121,7 @@ def decide_verdict(passed, gates=(), informational: bool = False) -> tuple[str, 
         return INCONCLUSIVE, "; ".join(f"gate {g.id} ({g.text}) " + ("could not be checked" if g.passed is None else "failed")
                                        for g in failed)
     if mixed: return INCONCLUSIVE, mixed
+    if seed_sensitive: return INCONCLUSIVE, f"seed-sensitive: {seed_sensitive}"
     return (REPRODUCED if passed else NOT_REPRODUCED), None
 
 def verdict_counts(claims) -> dict:
@@ -277,7 +280,7 @@ class Report:
         return g
 
     def claim(self, id: str, text: str, rule: str, passed=None, *, source: str, gates=(), informational: bool = False,
-              ours=None, paper=None, control=None, reason=None) -> Claim:
+              ours=None, paper=None, control=None, reason=None, seed_sensitive: str | None = None) -> Claim:
         "Record claim `id`: its rule's outcome `passed` (True/False/None or {seed: outcome}) and the verdict after its `gates`."
         self._need_source()
         if source not in RULE_SOURCES:
@@ -287,7 +290,7 @@ class Report:
         if missing:
             raise ValueError(f"claim {id} depends on gate(s) {', '.join(missing)}, not recorded before it; record gates with "
                              f"rep.gate(...) before the claims that need them (recorded: {', '.join(self.gates) or 'none'})")
-        try: v, why = decide_verdict(passed, [self.gates[g] for g in gates], informational)
+        try: v, why = decide_verdict(passed, [self.gates[g] for g in gates], informational, seed_sensitive)
         except (ValueError, TypeError) as e: raise type(e)(f"claim {id}: {e}") from None
         if v == NOT_CHECKABLE and not reason: raise ValueError(f"claim {id}: a not-checkable claim needs a reason")
         reason = "; ".join(r for r in (why, reason) if r) or None
