@@ -21,15 +21,16 @@ from ..volume import (mean_pool, sample_patch_corners, extract_patches, apply_ti
 from ..stats import auc_ci, delong_test, auc_diff_bootstrap, paired_diff_test
 
 # %% auto #0
-__all__ = ['FOLDER', 'SR_SPLIT', 'ADNI_INDEX', 'THALAMUS_MM', 'HIPPOCAMPUS_MM', 'LAMBDA', 'VARIANTS', 'VARIANT_NAMES',
-           'MOBILENET_V2', 'read_nifti', 'check_affines', 'load_real_data', 'cortical_texture', 'subnuclei',
-           'ventricle_centroid', 'synth_image', 'atrophy_displacements', 'synth_subject', 'cohort_severity', 'roi_box',
-           'PixelShuffle3d', 'RDB3d', 'RRDB3d', 'RRDBNet3d', 'VGGDiscriminator3d', 'd_pair', 'ragan_d_loss',
-           'ragan_g_loss', 'gradient_loss', 'patch_pools', 'sps_batch', 'central_crop', 'train_sr', 'make_generator',
-           'super_resolve', 'InvertedResidual3d', 'MobileNetV2_3d', 'train_classifier', 'predict_ad', 'recovery_ratio',
-           'upsample_trilinear', 'line_profile', 'profile_correlations', 'quality_rows', 'cohort_inputs',
-           'gate_sr_learned', 'gate_clf_learned', 'rule_sps_beats_plain', 'rule_asd_beats_sps',
-           'rule_asd_removes_seams', 'rule_profile_recovered', 'rule_auc_falls', 'rule_direction']
+__all__ = ['FOLDER', 'SR_SPLIT', 'ADNI_INDEX', 'THALAMUS_MM', 'HIPPOCAMPUS_MM', 'VENTRICLE_PUSH_MM', 'TEMPORAL_PULL_MM',
+           'COHORT_JITTER', 'LAMBDA', 'VARIANTS', 'VARIANT_NAMES', 'MOBILENET_V2', 'read_nifti', 'check_affines',
+           'load_real_data', 'cortical_texture', 'subnuclei', 'ventricle_centroid', 'synth_image',
+           'atrophy_displacements', 'synth_subject', 'cohort_severity', 'roi_box', 'PixelShuffle3d', 'RDB3d', 'RRDB3d',
+           'RRDBNet3d', 'VGGDiscriminator3d', 'd_pair', 'ragan_d_loss', 'ragan_g_loss', 'gradient_loss', 'patch_pools',
+           'sps_batch', 'central_crop', 'train_sr', 'make_generator', 'super_resolve', 'InvertedResidual3d',
+           'MobileNetV2_3d', 'train_classifier', 'predict_ad', 'recovery_ratio', 'upsample_trilinear', 'line_profile',
+           'profile_correlations', 'quality_rows', 'cohort_inputs', 'gate_sr_learned', 'gate_clf_learned',
+           'rule_sps_beats_plain', 'rule_asd_beats_sps', 'rule_asd_removes_seams', 'rule_profile_recovered',
+           'rule_auc_falls', 'rule_direction']
 
 # %% ../../nbs/papers/medical_sr_gan.ipynb #924468f6
 FOLDER = "medical_sr_gan"
@@ -97,6 +98,8 @@ def load_real_data(root, tol: float = 1e-3) -> tuple[DataSource, dict]:
 # %% ../../nbs/papers/medical_sr_gan.ipynb #d4dda6a7
 THALAMUS_MM = np.array([[-10.0, -18.0, 8.0], [10.0, -18.0, 8.0]])
 HIPPOCAMPUS_MM = np.array([[-26.0, -22.0, -14.0], [26.0, -22.0, -14.0]])
+VENTRICLE_PUSH_MM, TEMPORAL_PULL_MM = 4.0, 3.0       # peak displacement per unit of severity (see the cohort's design note)
+COHORT_JITTER = SubjectJitter(scale=0.0, rot_deg=0.0, shift_mm=0.0)   # cohort volumes are affinely registered
 
 def cortical_texture(T: Template, rng, amplitude: float = 0.04) -> np.ndarray:
     "A multiplicative band-pass texture (wavelength about 2-4 HR voxels) of the grey matter: 1 + a·g·n, n with unit sd."
@@ -140,8 +143,8 @@ def atrophy_displacements(T: Template, severity: float, vent_centre=None) -> lis
     if severity <= 0: return []
     mm = T.voxel_mm
     c = ventricle_centroid(T) if vent_centre is None else vent_centre
-    out = [radial_displacement(c, 2.0 * severity / mm, 15.0 / mm)]
-    out += [radial_displacement(h, -1.5 * severity / mm, 6.0 / mm) for h in T.to_voxel(HIPPOCAMPUS_MM)]
+    out = [radial_displacement(c, VENTRICLE_PUSH_MM * severity / mm, 15.0 / mm)]
+    out += [radial_displacement(h, -TEMPORAL_PULL_MM * severity / mm, 6.0 / mm) for h in T.to_voxel(HIPPOCAMPUS_MM)]
     return out
 
 def synth_subject(T: Template, seed: int, severity: float = 0.0, box=None, vent_centre=None,
@@ -287,9 +290,8 @@ def train_sr(variant: str, volumes, cfg: dict, seed: int, device: str = "cpu", l
     D = VGGDiscriminator3d(2 if asd else 1, cfg["nf"], d_size).to(device)
     optG = torch.optim.Adam(G.parameters(), 1e-4, betas=(0.9, 0.999))
     optD = torch.optim.Adam(D.parameters(), 1e-4, betas=(0.9, 0.999))
-    miles = [int(cfg["iters"] * 0.5), int(cfg["iters"] * 0.75)]
-    schedG = torch.optim.lr_scheduler.MultiStepLR(optG, miles, 0.5)
-    schedD = torch.optim.lr_scheduler.MultiStepLR(optD, miles, 0.5)
+    gan = cfg["iters"] - cfg["warm"]
+    miles = [cfg["warm"] + int(gan * 0.5), cfg["warm"] + int(gan * 0.75)]   # the GAN phase's rate halves at 50% and 75%
     rng = np.random.default_rng(seed)                                        # the same patch stream for 'sps' and 'asd'
     lows = [mean_pool(v, 2) for v, _ in volumes]
     pools = None if plain else patch_pools(volumes, cfg["patch_lr"], cfg["per_volume"], rng)
@@ -305,6 +307,8 @@ def train_sr(variant: str, volumes, cfg: dict, seed: int, device: str = "cpu", l
             lr, hr = sps_batch(volumes, lows, pools, cfg["batch"], cfg["patch_lr"], rng)
         lr, hr = torch.from_numpy(np.ascontiguousarray(lr)).to(device), torch.from_numpy(np.ascontiguousarray(hr)).to(device)
         adversarial = it >= cfg["warm"]
+        for opt in (optG, optD):
+            for g in opt.param_groups: g["lr"] = 1e-4 * 0.5 ** sum(it >= m for m in miles) if adversarial else cfg.get("warm_lr", 1e-4)
         with _autocast(device):
             sr = G(lr).float()
             l_pix, l_grad = F.l1_loss(sr, hr), gradient_loss(sr, hr)
@@ -321,10 +325,9 @@ def train_sr(variant: str, volumes, cfg: dict, seed: int, device: str = "cpu", l
             with _autocast(device):
                 l_dt = ragan_d_loss(D(real).float(), D(fake.detach()).float())
             optD.zero_grad(set_to_none=True); l_dt.backward(); optD.step()
-            l_d = float(l_dt)
-        schedG.step(); schedD.step()
+            l_d = l_dt.item()
         if it % log_every == 0 or it == cfg["iters"] - 1:
-            hist.append(dict(variant=variant, iter=it, l1=float(l_pix), grad=float(l_grad), d_loss=l_d))
+            hist.append(dict(variant=variant, iter=it, l1=l_pix.item(), grad=l_grad.item(), d_loss=l_d))
     return {k: v.detach().cpu() for k, v in G.state_dict().items()}, pd.DataFrame(hist)
 
 def make_generator(state: dict, cfg: dict, device: str = "cpu") -> RRDBNet3d:
