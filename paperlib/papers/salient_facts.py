@@ -16,7 +16,7 @@ from scipy import stats as sps
 
 from ..core import parallel_map
 from ..data import Column, Layout, DataError, DataSource, read_table, register_layout, fingerprint_real
-from ..stats import correct_pvalues
+from ..stats import correct_pvalues, paired_diff_test
 from ..text import (load_minilm, load_wordpiece, wordpieces, is_single_piece, EmbeddingCache, wordpiece_sets,
                            jaccard_matrix, idf, top_idf, f1_pos, f1_threshold_search, SnapshotTrainer)
 
@@ -692,11 +692,9 @@ def top_k(scores, k: int) -> list[int]: return list(np.argsort(-np.asarray(score
 
 # %% ../../nbs/papers/salient_facts.ipynb #f4fa08a1
 def one_sided_paired_p(a, b) -> float:
-    "p of the one-sided paired t-test mean(a - b) > 0 (NaN with fewer than 2 pairs or no spread)."
+    "p of the one-sided paired t-test mean(a - b) > 0 (NaN with fewer than 2 pairs); `stats.paired_diff_test` decides it."
     d = np.asarray(a, float) - np.asarray(b, float)
-    if d.size < 2: return float("nan")
-    if np.allclose(d, d[0]): return 0.0 if d[0] > 0 else 1.0        # no spread: the sign decides
-    return float(sps.ttest_1samp(d, 0.0, alternative="greater").pvalue)
+    return float("nan") if d.size < 2 else paired_diff_test(d, "t", "greater")[1]
 
 def lm_beats_classical(lm: dict, classical: dict, alpha: float = 0.05) -> tuple[bool | None, dict]:
     "C3: per dataset F1(LM) - best classical F1 > 0 in the seed mean with a one-sided paired t-test, Holm over datasets."
