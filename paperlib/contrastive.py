@@ -53,12 +53,13 @@ def supcon_loss(z, y, tau: float = 0.5) -> torch.Tensor:
 
 def simclr_loss(z, tau: float = 0.5, cross_view: bool = False) -> torch.Tensor:
     "L_SS (SimCLR, NT-Xent) of a stacked two-view batch; `cross_view`: PML SelfSupervisedLoss (anchors against the other view only)."
-    from pytorch_metric_learning.losses import NTXentLoss, SelfSupervisedLoss
+    from pytorch_metric_learning.losses import NTXentLoss, SelfSupervisedLoss, SupConLoss
     z = F.normalize(torch.as_tensor(z, dtype=torch.float32), dim=1)
     if len(z) % 2: raise ValueError(f"{len(z)} embeddings: a two-view batch has an even number of rows")
     b = len(z) // 2
     if cross_view: return SelfSupervisedLoss(NTXentLoss(temperature=tau), symmetric=True)(z[:b], z[b:])
-    return NTXentLoss(temperature=tau)(z, view_labels(torch.arange(b, device=z.device)))
+    # SupCon with one label per image is NT-Xent, computed on the 2b x 2b similarity matrix (NTXentLoss is O(b^3))
+    return SupConLoss(temperature=tau)(z, view_labels(torch.arange(b, device=z.device)))
 
 # %% ../nbs/14_contrastive.ipynb #401e5452
 def _logits(z, tau):

@@ -4,7 +4,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from paperlib.contrastive import (CONTRASTIVE_LOSSES, contrastive_loss, supcon_loss, simclr_loss, attract_loss, repel_loss,
+from paperlib.contrastive import (view_labels, CONTRASTIVE_LOSSES, contrastive_loss, supcon_loss, simclr_loss, attract_loss, repel_loss,
                                   spread_loss, check_alpha, augment, two_views, ContrastiveCNN, train_contrastive,
                                   head_predict, linear_probe, intra_class_cosine, centre_similarity, stratum_geometry)
 
@@ -35,6 +35,13 @@ def test_attract_equals_pml_supcon_with_one_positive(seed):
     y = torch.arange(6)                      # every image its own class: P(i, B) = {x_i^aug}
     assert torch.allclose(attract_loss(z, y), supcon_loss(z, y), atol=1e-5)
     assert torch.allclose(attract_loss(z, y), simclr_loss(z), atol=1e-5)
+
+
+@pytest.mark.parametrize("b", [3, 17])
+def test_simclr_equals_pml_ntxent(b):
+    from pytorch_metric_learning.losses import NTXentLoss
+    z = torch.nn.functional.normalize(torch.randn(2 * b, 8, generator=torch.Generator().manual_seed(b)), dim=1)
+    assert torch.allclose(simclr_loss(z, tau=0.3), NTXentLoss(temperature=0.3)(z, view_labels(torch.arange(b))), atol=1e-6)
 
 
 def test_repel_equals_pml_ntxent_with_one_class():
