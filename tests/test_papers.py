@@ -117,3 +117,27 @@ def test_cache_key_follows_every_data_file(slug, tmp_path, monkeypatch):
         p.write_bytes(bytes([original[0] ^ 0xFF]) + original[1:])   # same size, other content, same second
         assert cache_key(nb, params)[0] != key, f"changing {p.relative_to(data)} left the cache key unchanged"
         p.write_bytes(original)
+
+@pytest.fixture(scope="module")
+def tiny_real_runs(tmp_path_factory):
+    "Every paper with a tiny real dataset, run end to end on it in the ci profile, one after another (one data root each)."
+    out = {}
+    for slug in PAPERS:
+        write = _tiny_dataset_writer(slug)
+        if write is None: continue
+        data = tmp_path_factory.mktemp(f"data_{slug}"); write(data)
+        out[slug] = data
+    reports = tmp_path_factory.mktemp("reports_real")
+    runs = {}
+    for slug, data in out.items():
+        runs[slug] = reproduce([slug], profile="ci", data_root=str(data), force=True, root=REPO, reports=reports, log=print)[0]
+    return reports, runs
+
+@pytest.mark.parametrize("slug", PAPERS)
+def test_paper_runs_on_its_tiny_real_dataset(tiny_real_runs, slug):
+    "The whole notebook, not only its loaders, runs on the tiny dataset its test file writes in the real layout."
+    reports, runs = tiny_real_runs
+    if slug not in runs: pytest.skip(f"tests/test_{slug}.py writes no tiny dataset")
+    assert runs[slug].status == "ok", runs[slug].error
+    m = json.loads((reports / slug / "manifest.json").read_text())
+    assert m["data"]["kind"] == "real" and m["parameters"]["data_root"]

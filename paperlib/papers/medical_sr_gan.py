@@ -426,8 +426,9 @@ def profile_correlations(profiles: dict, ref: str = "hr") -> dict:
 
 def quality_rows(subject: str, hr, mask, outputs: dict, tile_hr: int) -> list[dict]:
     "PSNR (whole and in the brain), SSIM and seam index of every method's output against the HR volume."
+    one_tile = max(np.shape(hr)) <= tile_hr                                 # no joint to measure: the seam index is undefined
     return [dict(subject=subject, method=k, psnr=psnr3d(np.clip(o, 0, 1), hr), psnr_brain=psnr3d(np.clip(o, 0, 1), hr, mask=mask),
-                 ssim=ssim3d(np.clip(o, 0, 1), hr), seam=seam_index(o, hr, tile_hr, mask=mask)) for k, o in outputs.items()]
+                 ssim=ssim3d(np.clip(o, 0, 1), hr), seam=np.nan if one_tile else seam_index(o, hr, tile_hr, mask=mask)) for k, o in outputs.items()]
 
 # %% ../../nbs/papers/medical_sr_gan.ipynb #41dcd05c
 def cohort_inputs(x1, sr_fn, with_sr: bool = True) -> dict:
