@@ -91,7 +91,7 @@ BREAKAGES = [
     ("cifar10 images of the wrong size", _bad_shape, "data_batch_1: 'data' must be N x 3072 bytes"),
     ("cifar10 pickle naming a function", lambda r: _pickle(Path(r) / "cifar-10-batches-py" / "test_batch", {b"data": _Evil()}), "test_batch: refusing to unpickle"),
     ("cifar100 coarse labels missing", _drop_key, "cifar-100-python/train: no 'coarse_labels' entry"),
-    ("mnist labels file missing", lambda r: (Path(r) / "MNIST" / "raw" / "t10k-labels-idx1-ubyte.gz").unlink(), "t10k-labels-idx1-ubyte[.gz] is missing"),
+    ("mnist labels file missing", lambda r: (Path(r) / "MNIST" / "raw" / "t10k-labels-idx1-ubyte.gz").unlink(), "t10k-labels-idx1-ubyte (or t10k-labels-idx1-ubyte.gz) is missing"),
     ("mnist bad magic", _bad_magic, "train-labels-idx1-ubyte.gz: not an unsigned-byte IDX file"),
     ("waterbirds column missing", lambda r: _rewrite_meta(r, "place"), "metadata.csv: missing column(s) ['place']"),
     ("waterbirds bad label", lambda r: _set_y(r, "2"), "column 'y'"),

@@ -145,7 +145,7 @@ MNIST_FILES = dict(train=("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
 def _idx_path(raw: Path, name: str) -> Path:
     for p in (raw / name, raw / f"{name}.gz"):
         if p.is_file(): return p
-    raise DataError(f"{raw / name}[.gz] is missing: the MNIST raw layout needs {', '.join(n for pair in MNIST_FILES.values() for n in pair)}")
+    raise DataError(f"{raw / name} (or {name}.gz) is missing: the MNIST raw layout needs {', '.join(n for pair in MNIST_FILES.values() for n in pair)}")
 
 def read_idx(path) -> np.ndarray:
     "An IDX file (MNIST raw format, optionally gzipped) as a uint8 array; the header is checked."
