@@ -50,6 +50,9 @@ def check_paper(slug: str, mod, work: Path, limit: int | None) -> list[dict]:
         after = {p.relative_to(root): p.read_bytes() if p.is_file() else None for p in root.rglob("*")}
         touched = {p.name for p in set(before) ^ {q for q in after if after[q] is not None}} | \
                   {p.name for p in before if after.get(p) not in (None, before[p])}
+        # a removed folder may be named by its own name; files removed or added inside a folder, by that folder
+        touched |= {d.name for p in before for d in p.parents if d.parts and not (root / d).exists()}
+        touched |= {p.parent.name for p in set(before) ^ {q for q in after if after[q] is not None} if p.parent.parts}
         r = run(root)
         status = json.loads((reports / "status.json").read_text())[slug]
         kept = (reports / slug / "report.html").read_bytes() == good_html
