@@ -10,7 +10,6 @@ from collections.abc import Mapping, Callable
 import numpy as np
 import pandas as pd
 from scipy import stats as sps
-from sklearn.metrics import roc_auc_score
 from statsmodels.stats.multitest import multipletests
 
 # %% auto #0
@@ -367,13 +366,14 @@ def delong_test(y, score_a, score_b, level: float = 0.95) -> dict:
 def auc_diff_bootstrap(y, score_a, score_b, B: int = 1000, level: float = 0.95, seed: int = 0) -> tuple[float, float, float]:
     "(AUC(a) - AUC(b), lo, hi): percentile interval from resampling cases jointly (a resample with one class is redrawn by rejection)."
     y, s = _auc_inputs(y, np.vstack([score_a, score_b]))
-    def diff(yy, a, b):
+    def diff(yy, ss):
         if yy.all() or not yy.any(): return np.nan
-        return roc_auc_score(yy, a) - roc_auc_score(yy, b)
-    est = diff(y, *s)
+        auc, _ = delong(yy, ss)                                          # the same mid-rank AUC as above
+        return auc[0] - auc[1]
+    est = diff(y, s)
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, len(y), size=(B, len(y)))
-    d = np.array([diff(y[i], s[0, i], s[1, i]) for i in idx])
+    d = np.array([diff(y[i], s[:, i]) for i in idx])
     lo, hi = np.nanquantile(d, [(1 - level) / 2, (1 + level) / 2])
     return float(est), float(lo), float(hi)
 
