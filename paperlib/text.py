@@ -144,9 +144,8 @@ def top_idf(scores: pd.Series, k: int, keep=None) -> list[str]:
 # %% ../nbs/18_text.ipynb #9bd91ca1
 def f1_pos(y, pred) -> float:
     "F1 of the positive class (1) of binary labels `y` and predictions `pred`; 0 without true positives."
-    y, pred = np.asarray(y).astype(bool), np.asarray(pred).astype(bool)
-    tp = int((y & pred).sum())
-    return 0.0 if tp == 0 else 2 * tp / (2 * tp + int((~y & pred).sum()) + int((y & ~pred).sum()))
+    from sklearn.metrics import f1_score
+    return float(f1_score(np.asarray(y).astype(bool), np.asarray(pred).astype(bool), zero_division=0.0))
 
 def f1_threshold_search(scores, y, n: int = 100) -> tuple[float, float]:
     "(threshold, F1): of `n` thresholds equally spaced from max(scores) to min(scores), the one of best F1 of `scores >= t` (ties: the middle one)."
