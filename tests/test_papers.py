@@ -121,15 +121,11 @@ def test_cache_key_follows_every_data_file(slug, tmp_path, monkeypatch):
 @pytest.fixture(scope="module")
 def tiny_real_runs(tmp_path_factory):
     "Every paper with a tiny real dataset, run end to end on it in the ci profile, one after another (one data root each)."
-    out = {}
+    reports, runs = tmp_path_factory.mktemp("reports_real"), {}
     for slug in PAPERS:
         write = _tiny_dataset_writer(slug)
         if write is None: continue
         data = tmp_path_factory.mktemp(f"data_{slug}"); write(data)
-        out[slug] = data
-    reports = tmp_path_factory.mktemp("reports_real")
-    runs = {}
-    for slug, data in out.items():
         runs[slug] = reproduce([slug], profile="ci", data_root=str(data), force=True, root=REPO, reports=reports, log=print)[0]
     return reports, runs
 
