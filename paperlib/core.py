@@ -4,7 +4,7 @@
 
 # %% ../nbs/00_core.ipynb #6d5f0750
 from __future__ import annotations
-import os, sys, json, time, random, platform, subprocess, configparser, contextlib
+import os, sys, json, hashlib, time, random, platform, subprocess, configparser, contextlib
 from dataclasses import dataclass, field, fields, asdict, replace
 from pathlib import Path
 from importlib import metadata
@@ -15,7 +15,7 @@ import numpy as np
 __all__ = ['PROFILES', 'SETTINGS_DEFAULTS', 'THREAD_ENV', 'KEY_PACKAGES', 'project_root', 'check_profile', 'by_profile',
            'check_number', 'RunParams', 'read_settings', 'resolve_device', 'seed_everything', 'set_pool_threads',
            'pool_threads', 'compute_threads', 'parallel_map', 'package_versions', 'git_state', 'provenance',
-           'RunContext']
+           'replicate_seeds', 'RunContext']
 
 # %% ../nbs/00_core.ipynb #bde6a852
 def project_root(start: str | Path | None = None) -> Path:
@@ -222,6 +222,16 @@ def provenance(device: str | None = None) -> dict:
                 gpu=torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
                 packages=package_versions(), git=git_state())
 
+# %% ../nbs/00_core.ipynb #0ff60faf
+def replicate_seeds(run_seed: int, n: int, stream: str = "replicates") -> list[int]:
+    "`n` 32-bit seeds for the replicate blocks of run `run_seed`, independent across run seeds and across `stream` names."
+    n = check_number(n, "replicate_seeds: n (how many replicates)", minimum=0)
+    run_seed = check_number(run_seed, "replicate_seeds: run_seed", minimum=0)
+    if not isinstance(stream, str) or not stream: raise ValueError(f"replicate_seeds: stream must be a non-empty name, got {stream!r}")
+    tag = int.from_bytes(hashlib.sha256(stream.encode()).digest()[:8], "little")    # a stable hash: Python's hash() is salted
+    children = np.random.SeedSequence([run_seed, tag]).spawn(n)
+    return [int(c.generate_state(1, np.uint32)[0]) for c in children]
+
 # %% ../nbs/00_core.ipynb #c8b164f9
 @dataclass
 class RunContext:
@@ -255,6 +265,10 @@ class RunContext:
     def pick(self, ci, smoke, full):
         "The value for this run's profile."
         return by_profile(self.profile, ci=ci, smoke=smoke, full=full)
+
+    def seeds(self, n: int, stream: str = "replicates") -> list[int]:
+        "The seeds of `n` replicate blocks of this run for `stream` (see `replicate_seeds`): every paper's replicates come from here."
+        return replicate_seeds(self.seed, n, stream)
 
     def rng(self, *salt: int) -> np.random.Generator:
         "An independent numpy Generator for one purpose, derived from the run seed and `salt`."

@@ -7,13 +7,13 @@ from __future__ import annotations
 import re, ast, json, time, html as _html
 from pathlib import Path
 
-from .report import COUNTED, INFORMATIONAL, VERDICTS, format_value
+from .report import COUNTED, INFORMATIONAL, VERDICTS, format_value, tested_line
 
 # %% auto #0
 __all__ = ['VERDICT_CLASS', 'MATHJAX_CONFIG', 'PAGE_CSS', 'TALLY_LEGEND', 'esc', 'when', 'mathjax_dir', 'mathjax_source',
            'is_test_only', 'prepare_notebook', 'notebook_css', 'NotebookRenderer', 'tally_html', 'value_html',
-           'claims_table_html', 'gates_html', 'data_banner', 'paper_header', 'render_cells', 'report_page',
-           'collection_table']
+           'claims_table_html', 'claims_sections_html', 'gates_html', 'data_banner', 'paper_header', 'render_cells',
+           'report_page', 'collection_table']
 
 # %% ../nbs/12_render.ipynb #7e31cbd1
 def esc(s) -> str:
@@ -156,7 +156,7 @@ table.grid th{background:#f4f5f7}
 .v-reproduced{color:#1e7e34;font-weight:700}.v-not-reproduced{color:#b3261e;font-weight:700}
 .v-inconclusive{color:#9a6700;font-weight:700}.v-not-checkable{color:#5b6472}.v-informational{color:#24509a}
 .tally{font-size:1.05rem;margin:.4rem 0}.gate-ok{color:#1e7e34}.gate-bad{color:#b3261e;font-weight:700}
-.nc{color:#5b6472}.rule-src{font-size:.8rem;color:#5b6472}
+.nc{color:#5b6472}.rule-src{font-size:.8rem;color:#5b6472}.post-hoc{color:#9a3412;font-size:.85rem}
 details pre{white-space:pre-wrap;font-size:.8rem;max-height:20rem;overflow:auto}
 """
 
@@ -173,20 +173,34 @@ def value_html(v) -> str:
     if not isinstance(v, (dict, list)) and len(short) < 120: return esc(short)
     return f"<details><summary>{esc(short)}</summary><pre>{esc(full)}</pre></details>"
 
+def _claim_notes(c: dict) -> str:
+    "The grey lines under a claim's rule: its gates, what its outcome rests on, why, and any change made after results were seen."
+    out = [f'gates: {esc(", ".join(c.get("gates") or []))}' if c.get("gates") else "",
+           f'decided on: {esc(c.get("replicates"))}' if c.get("replicates") else "", esc(c.get("reason") or "")]
+    notes = "".join(f'<div class="nc">{x}</div>' for x in out if x)
+    return notes + (f'<div class="post-hoc">changed after results were seen: {esc(c["post_hoc"])}</div>' if c.get("post_hoc") else "")
+
 def claims_table_html(claims: list[dict]) -> str:
     "The claims with their verdicts, whose rule it is, the rule and its outcome, and the numbers."
     if not claims: return "<p>No claims recorded.</p>"
     rows = []
     for c in claims:
         v = str(c.get("verdict", ""))
-        gates = f'<div class="nc">gates: {esc(", ".join(c.get("gates") or []))}</div>' if c.get("gates") else ""
-        reason = f'<div class="nc">{esc(c.get("reason"))}</div>' if c.get("reason") else ""
         rows.append(f'<tr id="claim-{esc(c.get("id"))}"><td><b>{esc(c.get("id"))}</b></td><td>{esc(c.get("text"))}</td>'
                     f'<td class="{VERDICT_CLASS.get(v, "")}">{esc(v)}</td>'
-                    f'<td>{esc(c.get("rule"))} <span class="rule-src">(rule: {esc(c.get("rule_source") or "ours")})</span>{gates}{reason}</td>'
+                    f'<td>{esc(c.get("rule"))} <span class="rule-src">(rule: {esc(c.get("rule_source") or "ours")})</span>{_claim_notes(c)}</td>'
                     f'<td>{value_html(c.get("ours"))}</td><td>{value_html(c.get("paper"))}</td></tr>')
     return ('<table class="grid claims"><thead><tr><th>claim</th><th>statement</th><th>verdict</th><th>rule, gates and reason</th>'
             f'<th>ours</th><th>paper</th></tr></thead><tbody>{"".join(rows)}</tbody></table>')
+
+def claims_sections_html(claims: list[dict]) -> str:
+    "The paper's claims, then the checks of our implementation in a section of their own (never counted)."
+    effects = [c for c in claims if c.get("kind", "effect") == "effect"]
+    checks = [c for c in claims if c.get("kind") == "check"]
+    return (f'<h2 id="claims">Claims</h2>{claims_table_html(effects)}'
+            + (f'<h2 id="checks">Checks of our implementation</h2><p class="nc">Planted effects recovered, algebra against '
+               "Monte Carlo, agreement with reference libraries, critiques of a statistic: evidence that the code does what "
+               f"it says, not claims of the paper; never counted.</p>{claims_table_html(checks)}" if checks else ""))
 
 def gates_html(gates: list[dict]) -> str:
     "The run's preconditions and whether they held."
@@ -218,14 +232,18 @@ def paper_header(meta: dict, manifest: dict | None, claims: dict | None, notice:
     badges = "".join(f'<span class="badge">{esc(k)}: {esc(v)}</span>' for k, v in run)
     cl = claims or {}
     counts = m.get("verdicts") or cl.get("counts")
-    n = sum(int((counts or {}).get(v) or 0) for v in COUNTED)
+    checks = cl.get("checks") or m.get("checks") or {}
+    n_checks = sum(int(checks.get(v) or 0) for v in COUNTED)
+    tested = (cl.get("tested") or m.get("tested") or tested_line(counts)) if counts else ""
     return (f'<header class="paper-head"><h1>{esc(meta.get("title"))}</h1><p class="venue">{esc(meta.get("venue"))}</p>'
             + (f'<p class="authors">{esc(meta.get("authors"))}</p>' if meta.get("authors") else "")
             + (f'<p>{esc(meta.get("description"))}</p>' if meta.get("description") else "")
             + notice + (data_banner(m.get("data")) if manifest else "")
-            + (f'<p class="tally"><b>Verdicts</b> of {n} counted claims: {tally_html(counts)}</p>' if counts else "")
+            + (f'<p class="tally"><b>{esc(tested)}</b>: {tally_html(counts)}'
+               + (f' <span class="nc">· <a href="#checks">checks of our implementation</a> (never counted): {n_checks}</span>' if n_checks else "")
+               + '</p>' if counts else "")
             + (f"<div>{badges}</div>" if badges else "") + gates_html(cl.get("gates") or [])
-            + (f'<h2 id="claims">Claims</h2>{claims_table_html(cl.get("claims") or [])}' if claims else "") + "</header>")
+            + (claims_sections_html(cl.get("claims") or []) if claims else "") + "</header>")
 
 # %% ../nbs/12_render.ipynb #60ccac01
 _RENDERER = None

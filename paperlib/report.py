@@ -15,8 +15,8 @@ from .core import RunContext, provenance
 
 # %% auto #0
 __all__ = ['REPRODUCED', 'NOT_REPRODUCED', 'INCONCLUSIVE', 'NOT_CHECKABLE', 'INFORMATIONAL', 'COUNTED', 'VERDICTS',
-           'RULE_SOURCES', 'GATE_KINDS', 'artefact_name', 'to_jsonable', 'write_json', 'escape_md', 'Gate', 'Claim',
-           'decide_verdict', 'verdict_counts', 'rule_outcome', 'format_value', 'Report']
+           'RULE_SOURCES', 'CLAIM_KINDS', 'GATE_KINDS', 'artefact_name', 'to_jsonable', 'write_json', 'escape_md',
+           'Gate', 'Claim', 'decide_verdict', 'verdict_counts', 'tested_line', 'rule_outcome', 'format_value', 'Report']
 
 # %% ../nbs/05_report.ipynb #0fa7fea9
 def artefact_name(label: str) -> str:
@@ -59,11 +59,12 @@ REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NOT_CHECKABLE, INFORMATIONAL = (
 COUNTED = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NOT_CHECKABLE)
 VERDICTS = (*COUNTED, INFORMATIONAL)
 RULE_SOURCES = ("paper", "ours")
-GATE_KINDS = ("learned", "sanity", "control")
+CLAIM_KINDS = ("effect", "check")
+GATE_KINDS = ("learned", "sanity", "control", "headroom")
 
 @dataclass
 class Gate:
-    "A precondition of some claims: the model learned the task, a sanity check, a negative control."
+    "A precondition of some claims: the model learned the task, a sanity check, a negative control, room for the effect."
     id: str
     text: str
     rule: str
@@ -71,6 +72,7 @@ class Gate:
     kind: str = "sanity"
     ours: object = None
     reason: str | None = None
+    post_hoc: str | None = None      # what was changed after results were seen, and when
 
     @property
     def held(self) -> bool: return self.passed is True
@@ -84,51 +86,62 @@ class Claim:
     verdict: str
     rule_source: str = "ours"
     gates: list = field(default_factory=list)
-    outcome: object = None           # what the rule gave: True / False / None, or {seed: True/False}
+    outcome: object = None           # what the rule gave: True / False / None, or {block: True/False}
     ours: object = None
     paper: object = None
     control: object = None
     reason: str | None = None
+    kind: str = "effect"             # effect: a test of the paper's effect; check: of our implementation or generator
+    post_hoc: str | None = None
+    replicates: str | None = None    # what the outcome rests on: "3 replicate blocks", "one test pooling 3 seeds", ...
 
 # %% ../nbs/05_report.ipynb #37afdeee
 def _seed_outcome(outcomes: dict) -> tuple[bool | None, str | None]:
-    "(True/False, None) when the seeds agree, (None, why) when they do not or none could be computed."
+    "(True/False, None) when the blocks agree, (None, why) when they do not or none could be computed."
     checked = {s: bool(v) for s, v in outcomes.items() if v is not None}
-    if not checked: return None, "the rule could not be computed at any seed"
+    if not checked: return None, "the rule could not be computed in any replicate block"
     held = sorted(s for s, v in checked.items() if v)
     failed = sorted(s for s, v in checked.items() if not v)
     if held and failed:
-        return None, f"seed-sensitive: the rule holds at seed(s) {', '.join(map(str, held))} and fails at {', '.join(map(str, failed))}"
+        return None, f"seed-sensitive: the rule holds in block(s) {', '.join(map(str, held))} and fails in {', '.join(map(str, failed))}"
     return bool(held), None
 
-def decide_verdict(passed, gates=(), informational: bool = False, seed_sensitive: str | None = None) -> tuple[str, str | None]:
-    """(verdict, why) from the rule's outcome `passed` (True, False, None or {seed: outcome}) and the `Gate`s it depends on.
-    `seed_sensitive` says why the claim is known to move with the run seed (a check over several runs, too costly to
-    repeat inside one): such a claim is inconclusive whatever this run's outcome, which stays on record."""
+def _gate_words(gates) -> str:
+    return "; ".join(f"gate {g.id} ({g.text}) " + ("could not be checked" if g.passed is None else "failed") for g in gates)
+
+def decide_verdict(passed, gates=(), informational: bool = False) -> tuple[str, str | None]:
+    "(verdict, why) from the rule's outcome `passed` (True, False, None or {block: outcome}) and the `Gate`s it depends on."
+    failed = [g for g in gates if not g.held]
     if informational:
         if passed is not None: raise ValueError("an informational claim has no pass/fail outcome; pass passed=None")
-        return INFORMATIONAL, None
+        return INFORMATIONAL, (_gate_words(failed) + ": its numbers are withheld") if failed else None
     if isinstance(passed, dict):
-        if not passed: raise ValueError("per-seed outcomes are empty")
+        if not passed: raise ValueError("per-block outcomes are empty")
         if all(v is None for v in passed.values()): return NOT_CHECKABLE, None
         passed, mixed = _seed_outcome(passed)
     else: mixed = None
     if passed is None and mixed is None: return NOT_CHECKABLE, None
     if not (passed is None or isinstance(passed, (bool, np.bool_))):
-        raise TypeError(f"a claim's outcome must be True, False, None (not checkable) or {{seed: outcome}}, got {passed!r}")
-    failed = [g for g in gates if not g.held]
-    if failed:
-        return INCONCLUSIVE, "; ".join(f"gate {g.id} ({g.text}) " + ("could not be checked" if g.passed is None else "failed")
-                                       for g in failed)
+        raise TypeError(f"a claim's outcome must be True, False, None (not checkable) or {{block: outcome}}, got {passed!r}")
+    blocking = [g for g in failed if g.kind != "headroom"]
+    if blocking: return INCONCLUSIVE, _gate_words(blocking)
+    if failed: return NOT_CHECKABLE, _gate_words(failed) + ": this experiment had no room to show the effect"
     if mixed: return INCONCLUSIVE, mixed
-    if seed_sensitive: return INCONCLUSIVE, f"seed-sensitive: {seed_sensitive}"
     return (REPRODUCED if passed else NOT_REPRODUCED), None
 
-def verdict_counts(claims) -> dict:
-    "How many claims got each verdict (informational included, under its own key)."
+def verdict_counts(claims, kind: str | None = "effect") -> dict:
+    "How many claims of `kind` (effect, check, or None for all) got each verdict (informational under its own key)."
     c = {v: 0 for v in VERDICTS}
-    for cl in claims: c[cl["verdict"] if isinstance(cl, dict) else cl.verdict] += 1
+    for cl in claims:
+        get = cl.get if isinstance(cl, dict) else lambda k, d=None: getattr(cl, k, d)
+        if kind is None or get("kind", "effect") == kind: c[get("verdict")] += 1
     return c
+
+def tested_line(counts: dict) -> str:
+    "'N of the paper's M claims tested on this data': decided (reproduced or not) among the counted effect claims."
+    m = sum(int(counts.get(v) or 0) for v in COUNTED)
+    n = int(counts.get(REPRODUCED) or 0) + int(counts.get(NOT_REPRODUCED) or 0)
+    return f"{n} of the paper's {m} claims tested on this data"
 
 # %% ../nbs/05_report.ipynb #a962148f
 def rule_outcome(fails: list[str], control_fails: list[str] | None = None) -> tuple[bool, str | None]:
@@ -266,62 +279,89 @@ class Report:
         return self.table(df[["item", "plan", "this_run", "differs", "why"]], "Plan vs this profile",
                           (f"What the `{self.ctx.profile}` profile runs against the paper's experimental plan. " + caption).strip())
 
-    def gate(self, id: str, text: str, rule: str, passed, kind: str = "sanity", ours=None, reason=None) -> Gate:
-        "Record precondition `id` (kind learned, sanity or control); claims that name it are inconclusive when it fails."
+    def gate(self, id: str, text: str, rule: str, passed, kind: str = "sanity", ours=None, reason=None,
+             post_hoc: str | None = None) -> Gate:
+        "Record precondition `id` (kind learned, sanity, control or headroom); claims that name it depend on it."
         self._need_source()
         if kind not in GATE_KINDS: raise ValueError(f"gate {id}: unknown kind {kind!r}; valid kinds: {', '.join(GATE_KINDS)}")
         if id in self.gates: raise ValueError(f"gate {id} is already recorded; record each gate once, before the claims that depend on it")
         if not (passed is None or isinstance(passed, (bool, np.bool_))):
             raise TypeError(f"gate {id}: passed must be True, False or None (could not be checked), got {passed!r}")
         if passed is None and not reason: raise ValueError(f"gate {id}: a gate that could not be checked needs a reason")
-        g = self.gates[id] = Gate(id, text, rule, None if passed is None else bool(passed), kind, to_jsonable(ours), reason)
+        g = self.gates[id] = Gate(id, text, rule, None if passed is None else bool(passed), kind, to_jsonable(ours), reason, post_hoc)
         word = "holds" if g.held else ("could not be checked" if passed is None else "FAILED")
-        _md(f"**Gate {id}** ({kind}): {text} — **{word}**." + (" Every claim that depends on it is inconclusive." if not g.held else ""))
+        then = " Every claim that depends on it is " + ("not checkable." if kind == "headroom" else "inconclusive.")
+        _md(f"**Gate {id}** ({kind}): {text} — **{word}**." + (then if not g.held else "")
+            + (f" *Changed after results were seen: {post_hoc}*" if post_hoc else ""))
         return g
 
-    def claim(self, id: str, text: str, rule: str, passed=None, *, source: str, gates=(), informational: bool = False,
-              ours=None, paper=None, control=None, reason=None, seed_sensitive: str | None = None) -> Claim:
-        "Record claim `id`: its rule's outcome `passed` (True/False/None or {seed: outcome}) and the verdict after its `gates`."
-        self._need_source()
-        if source not in RULE_SOURCES:
-            raise ValueError(f"claim {id}: source must say whose rule it is, one of {', '.join(RULE_SOURCES)}; got {source!r}")
+    def _claim_gates(self, id, kind, gates, informational) -> list[Gate]:
         gates = [gates] if isinstance(gates, str) else list(gates)
         missing = [g for g in gates if g not in self.gates]
         if missing:
             raise ValueError(f"claim {id} depends on gate(s) {', '.join(missing)}, not recorded before it; record gates with "
                              f"rep.gate(...) before the claims that need them (recorded: {', '.join(self.gates) or 'none'})")
-        try: v, why = decide_verdict(passed, [self.gates[g] for g in gates], informational, seed_sensitive)
+        room = [g for g in gates if self.gates[g].kind == "headroom"]
+        if room and kind != "effect":
+            raise ValueError(f"claim {id} is a {kind} but names headroom gate(s) {', '.join(room)}: a headroom gate says the "
+                             "experiment could show the paper's effect, so only kind='effect' claims name one")
+        return [self.gates[g] for g in gates]
+
+    def claim(self, id: str, text: str, rule: str, passed=None, *, source: str, kind: str, gates=(), informational: bool = False,
+              ours=None, paper=None, control=None, reason=None, post_hoc: str | None = None, replicates: str | None = None) -> Claim:
+        """Record claim `id`: its rule's outcome `passed` (True/False/None or {block: outcome}) and the verdict after its `gates`.
+        `kind` is 'effect' (a test of the paper's effect) or 'check' (of our implementation or generator: never counted);
+        `replicates` says what a single outcome rests on ("one paired test over 3 seeds", "a single replicate")."""
+        self._need_source()
+        if kind not in CLAIM_KINDS:
+            raise ValueError(f"claim {id}: kind must say what it tests, one of {', '.join(CLAIM_KINDS)} (effect: the paper's "
+                             f"effect; check: our implementation or generator); got {kind!r}")
+        if source not in RULE_SOURCES:
+            raise ValueError(f"claim {id}: source must say whose rule it is, one of {', '.join(RULE_SOURCES)}; got {source!r}")
+        gate_objs = self._claim_gates(id, kind, gates, informational)
+        try: v, why = decide_verdict(passed, gate_objs, informational)
         except (ValueError, TypeError) as e: raise type(e)(f"claim {id}: {e}") from None
-        if v == NOT_CHECKABLE and not reason: raise ValueError(f"claim {id}: a not-checkable claim needs a reason")
+        if v == NOT_CHECKABLE and not (reason or why): raise ValueError(f"claim {id}: a not-checkable claim needs a reason")
+        if v == INFORMATIONAL and why: ours = control = None          # a failed gate: no outcome shown
         reason = "; ".join(r for r in (why, reason) if r) or None
+        if isinstance(passed, dict): replicates = replicates or f"{len(passed)} replicate blocks of this run"
         outcome = {str(k): to_jsonable(x) for k, x in passed.items()} if isinstance(passed, dict) else to_jsonable(passed)
-        cl = Claim(id, text, rule, v, source, gates, outcome, to_jsonable(ours), to_jsonable(paper), to_jsonable(control), reason)
+        cl = Claim(id, text, rule, v, source, [g.id for g in gate_objs], outcome, to_jsonable(ours), to_jsonable(paper),
+                   to_jsonable(control), reason, kind, post_hoc, replicates)
         self.claims = [c for c in self.claims if c.id != id] + [cl]
-        _md(f"**{id}** — *{v}* (rule: {source}). {text}" + (f" — {reason}" if reason else ""))
+        _md(f"**{id}** — *{v}* ({'check of our implementation' if kind == 'check' else 'effect'}; rule: {source}). {text}"
+            + (f" — {reason}" if reason else "") + (f" *Changed after results were seen: {post_hoc}*" if post_hoc else ""))
         return cl
 
-    def claims_table(self) -> pd.DataFrame:
-        "The claims as a table of short values."
-        cols = ["id", "verdict", "rule_source", "text", "rule", "ours", "control", "reason"]
-        df = pd.DataFrame([asdict(c) for c in self.claims], columns=list(Claim.__dataclass_fields__))
+    def claims_table(self, kind: str | None = None) -> pd.DataFrame:
+        "The claims (of `kind`, or all) as a table of short values."
+        cols = ["id", "verdict", "rule_source", "text", "rule", "ours", "control", "reason", "post_hoc"]
+        df = pd.DataFrame([asdict(c) for c in self.claims if kind is None or c.kind == kind], columns=list(Claim.__dataclass_fields__))
         return df[cols].map(format_value)
 
     def finish(self) -> dict:
-        "Write claims.json and manifest.json and show the verdict summary."
+        "Write claims.json and manifest.json and show the verdict summary: the paper's effects, then our checks apart."
         self._need_source()
-        counts = verdict_counts(self.claims)
+        counts, checks = verdict_counts(self.claims, "effect"), verdict_counts(self.claims, "check")
         gates = [asdict(g) for g in self.gates.values()]
-        write_json(self.out / "claims.json", dict(paper=self.ctx.slug, counts=counts, gates=gates, claims=self.claims))
+        tested = tested_line(counts)
+        write_json(self.out / "claims.json", dict(paper=self.ctx.slug, counts=counts, checks=checks, tested=tested,
+                                                  gates=gates, claims=self.claims))
         self._register(self.out / "claims.json")
         manifest = dict(paper=self.ctx.slug, title=self.title, venue=self.venue, profile=self.ctx.profile,
                         seed=self.ctx.seed, device=self.ctx.device, parameters=self.ctx.params,
-                        data=self.source.to_dict(), verdicts=counts,
+                        data=self.source.to_dict(), verdicts=counts, checks=checks, tested=tested,
                         gates={g["id"]: g["passed"] for g in gates}, timings=self.ctx.timings,
                         artefacts=sorted(self.artefacts), started=self.ctx.started, finished=time.time(),
                         provenance=provenance(self.ctx.device))
         write_json(self.out / "manifest.json", manifest)
-        _md("### Verdicts\n\n" + ", ".join(f"**{counts[v]}** {v}" for v in COUNTED)
-            + f"; {counts[INFORMATIONAL]} informational (not counted)")
-        if self.claims:
-            _show(_styled(self.claims_table()).map(lambda v: _VERDICT_STYLE.get(v, ""), subset=["verdict"]))
+        _md(f"### Verdicts\n\n{tested}: " + ", ".join(f"**{counts[v]}** {v}" for v in COUNTED)
+            + f"; {counts[INFORMATIONAL]} informational (not counted). Checks of our implementation (never counted): "
+            + ", ".join(f"{checks[v]} {v}" for v in COUNTED if checks[v]) + ("" if any(checks[v] for v in COUNTED) else "none"))
+        style = lambda df: _styled(df).map(lambda v: _VERDICT_STYLE.get(v, ""), subset=["verdict"])
+        if any(c.kind == "effect" for c in self.claims): _show(style(self.claims_table("effect")))
+        if any(c.kind == "check" for c in self.claims):
+            _md("**Checks of our implementation** (not claims of the paper; never counted):")
+            _show(style(self.claims_table("check")))
         return manifest
+

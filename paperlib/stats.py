@@ -13,12 +13,13 @@ from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
 # %% auto #0
-__all__ = ['CORRECTIONS', 'PAIRED_TESTS', 'ALTERNATIVES', 'P_CONVENTIONS', 'CI_DISTRIBUTIONS', 'STAR_LEVELS', 'correct_pvalues',
-           'cohens_d', 'pairwise_ttests', 'add_corrected', 'corrected_ttests', 'format_p', 'p_matrix', 'levene_tests',
-           'bootstrap_ci', 'paired_diff_test', 'paired_tests', 'weat_association', 'wefat_score', 'weat_effect_size',
-           'random_subsets', 'all_subsets', 'permutation_p', 'partition_test', 'weat_test', 'critical_value', 'mean_ci',
-           'topk_threshold', 'topk_share_threshold', 'delong', 'auc_ci', 'delong_test', 'auc_diff_bootstrap', 'stars',
-           'anova_tukey']
+__all__ = ['CORRECTIONS', 'PAIRED_TESTS', 'ALTERNATIVES', 'P_CONVENTIONS', 'CI_DISTRIBUTIONS', 'STAR_LEVELS', 'DIFF_METHODS',
+           'correct_pvalues', 'cohens_d', 'pairwise_ttests', 'add_corrected', 'corrected_ttests', 'format_p',
+           'p_matrix', 'levene_tests', 'bootstrap_ci', 'paired_diff_test', 'paired_tests', 'weat_association',
+           'wefat_score', 'weat_effect_size', 'random_subsets', 'all_subsets', 'permutation_p', 'partition_test',
+           'weat_test', 'critical_value', 'mean_ci', 'topk_threshold', 'topk_share_threshold', 'delong', 'auc_ci',
+           'delong_test', 'auc_diff_bootstrap', 'stars', 'anova_tukey', 'beats', 'not_worse', 'check_margin',
+           'equivalent']
 
 # %% ../nbs/02_stats.ipynb #cc17ceb0
 CORRECTIONS = {"sidak": "sidak", "holm": "holm", "bonferroni": "bonferroni", "bh": "fdr_bh", "none": None}
@@ -409,3 +410,53 @@ def anova_tukey(samples: Mapping, alpha: float = 0.05, family: str | None = None
                          reject=bool(tk.reject[i]), stars=stars(p), p_student=float(t.p)))
     summary = dict(family=family, F=float(an.statistic), p=float(an.pvalue), k=len(xs), n=int(values.size), alpha=alpha)
     return summary, pd.DataFrame(rows)
+
+# %% ../nbs/02_stats.ipynb #f086c680
+DIFF_METHODS = ("t", "bootstrap")
+
+def _lower_bound(d, level: float, method: str, seed: int) -> tuple[float, float, int]:
+    "(mean, one-sided lower bound at `level`, n) of the differences `d`; NaN bound below two differences."
+    if method not in DIFF_METHODS: raise ValueError(f"unknown interval method {method!r}; valid: {', '.join(DIFF_METHODS)}")
+    if not 0.5 < level < 1: raise ValueError(f"level must lie in (0.5, 1), got {level!r}")
+    d = np.asarray(d, dtype=float).ravel()
+    if d.size == 0 or not np.isfinite(d).all(): raise ValueError(f"differences must be finite and not empty, got {d!r}")
+    if d.size < 2: return float(d.mean()), float("nan"), 1
+    if method == "t":
+        return float(d.mean()), float(d.mean() - sps.t.ppf(level, d.size - 1) * d.std(ddof=1) / np.sqrt(d.size)), d.size
+    est, lo, _ = bootstrap_ci(np.mean, d, level=2 * level - 1, seed=seed)   # two-sided 2L-1 leaves 1-L below
+    return est, lo, d.size
+
+def _bound_rule(d, threshold: float, margin: float, rule: str, level, method, seed) -> dict:
+    est, lo, n = _lower_bound(d, level, method, seed)
+    passed = None if np.isnan(lo) else bool(lo > threshold)
+    return dict(rule=rule, estimate=est, lower=lo, margin=margin, level=level, n=n, method=method, passed=passed)
+
+def beats(d, margin: float = 0.0, level: float = 0.95, method: str = "t", seed: int = 0) -> dict:
+    "A beats B: the one-sided `level` lower bound of mean(d), d = A - B (larger is better), lies above `margin` >= 0."
+    margin = check_margin(margin, "beats", allow_zero=True)
+    return _bound_rule(d, margin, margin, f"lower {level:.0%} bound of the mean difference > {margin:g}", level, method, seed)
+
+def not_worse(d, margin: float, level: float = 0.95, method: str = "t", seed: int = 0) -> dict:
+    "A is not worse than B: the one-sided `level` lower bound of mean(d) lies above -`margin` (> 0, stated before the run)."
+    margin = check_margin(margin, "not_worse")
+    return _bound_rule(d, -margin, margin, f"lower {level:.0%} bound of the mean difference > -{margin:g}", level, method, seed)
+
+def check_margin(margin, rule: str, allow_zero: bool = False) -> float:
+    "`margin` as a float: >= 0 for `beats`, > 0 for the non-inferiority and equivalence rules (a margin is what they test)."
+    if margin is None: raise ValueError(f"{rule}: a non-inferiority rule needs a margin stated in advance (margin > 0), got None")
+    m = float(margin)
+    if not np.isfinite(m) or m < 0 or (m == 0 and not allow_zero):
+        raise ValueError(f"{rule}: margin must be {'>= 0' if allow_zero else '> 0'}, got {margin!r}")
+    return m
+
+# %% ../nbs/02_stats.ipynb #894d05af
+def equivalent(a, b, margin: float, alpha: float = 0.05) -> dict:
+    "A matches B within ±`margin` (> 0, stated in advance): statsmodels' paired TOST, passed when its p < `alpha`."
+    from statsmodels.stats.weightstats import ttost_paired
+    margin = check_margin(margin, "equivalent")
+    a, b = np.asarray(a, dtype=float).ravel(), np.asarray(b, dtype=float).ravel()
+    if a.shape != b.shape or a.size == 0: raise ValueError(f"equivalent: a and b must be paired samples of one length, got {a.size} and {b.size}")
+    if a.size < 2: return dict(rule=f"TOST within ±{margin:g}", estimate=float((a - b).mean()), p=float("nan"), margin=margin, n=1, passed=None)
+    if not np.any(a - b): p = 0.0                    # identical arms: inside any margin (statsmodels divides by sd = 0)
+    else: p = float(ttost_paired(a, b, -margin, margin)[0])
+    return dict(rule=f"TOST within ±{margin:g}", estimate=float((a - b).mean()), p=p, margin=margin, n=a.size, passed=bool(p < alpha))

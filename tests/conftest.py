@@ -32,7 +32,7 @@ def paper_nb(slug: str, body: str, title: str = None, data: str = "embedded_sour
 
 GOOD = ("x = ctx.rng(1).normal(size=50)\n"
         "rep.table(pd.DataFrame({'mean': [x.mean()], 'sd': [x.std()]}), 'Table 1')\n"
-        "rep.claim('C1', 'the mean is small', '|mean| < 1', bool(abs(x.mean()) < 1), source='ours', ours=x.mean())")
+        "rep.claim('C1', 'the mean is small', '|mean| < 1', bool(abs(x.mean()) < 1), source='ours', kind='effect', ours=x.mean())")
 
 FLAKY = ("import os\n"
          "if (Path(ctx.out_dir).parents[1] / 'FAIL').exists() or os.environ.get('PAPERLIB_TEST_FAIL'): "

@@ -203,7 +203,7 @@ def test_data_never_becomes_html(tmp_path):
             "rep.table(df, 'Table 2', index=True)\n"
             "rep.note(f'a note about {evil}')\n"
             "rep.gate('learned', f'gate on {evil}', 'r', True, kind='learned', ours={evil: 1})\n"
-            "rep.claim('C1', f'claim on {evil}', f'rule {evil}', True, source='ours', gates=['learned'], ours={evil: 0.5}, paper=evil)")
+            "rep.claim('C1', f'claim on {evil}', f'rule {evil}', True, source='ours', kind='effect', gates=['learned'], ours={evil: 0.5}, paper=evil)")
     proj = make_project(tmp_path / "p", {"evil": body})
     nb = nbformat.read(proj / "nbs/papers/evil.ipynb", 4)
     nb.cells[2].source = nb.cells[2].source.replace("embedded_source('Toy', 'toy data', {'n': 5})",
