@@ -9,7 +9,7 @@ STAMP   := $(VENV)/.installed
 PROFILE ?= smoke
 JOBS    ?= 1
 
-.PHONY: env reproduce test bench check-determinism clean-reports docs browser
+.PHONY: env reproduce test bench check-determinism clean-reports docs browser numbers seed-stability
 
 # torch first and pinned: torch==2.13.0 is the CPU build on our machines' disk, while a bare `torch`
 # (asked for by pytorch-metric-learning) would pull a multi-GB CUDA build (DESIGN.md 3.3).
@@ -39,6 +39,14 @@ browser:
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench.py
+
+# every paper's smoke profile afresh at seeds 0, 1 and 2 -> benchmarks/papers/<slug>.json (PAPERS="a b" for some)
+seed-stability: $(STAMP)
+	$(BIN)/python benchmarks/seed_stability.py $(PAPERS)
+
+# the README's per-paper rows from benchmarks/*.json (a test fails when the README differs)
+numbers:
+	$(PY) benchmarks/readme_numbers.py
 
 # every paper twice with the same seed: byte-identical tables (the test suite checks the cheapest paper only)
 check-determinism: $(STAMP)

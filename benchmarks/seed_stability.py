@@ -2,12 +2,13 @@
 
     .venv/bin/python benchmarks/seed_stability.py [papers] [--seeds 0 1 2] [--profile smoke]
 
-Each (paper, seed) is a forced run into its own scratch reports folder on an otherwise idle machine. Writes
-benchmarks/seed_stability.json (every claim's verdict per seed, the wall times) and benchmarks/seed_stability.png
-(one panel per paper: claims x seeds, coloured by verdict), and prints the claims whose verdict differs between seeds.
-A claim that moves is reported by the README as seed-sensitive.
+Each (paper, seed) is a fresh, forced run into its own scratch reports folder (never a verdict re-decided from an
+old run). Writes one record per paper, benchmarks/papers/<slug>.json (every claim's verdict and kind per seed, the
+effect tally, the checks, the gates, the wall time and the machine's load average when the run started, the
+commit), the figure benchmarks/seed_stability.png from every record, and prints the claims whose verdict differs
+between seeds. `benchmarks/readme_numbers.py` (`make numbers`) writes the README's per-paper rows from the records.
 """
-import argparse, json, os, platform, tempfile, time
+import argparse, json, os, platform, subprocess, tempfile, time
 from pathlib import Path
 
 from paperlib.runner import reproduce
@@ -25,12 +26,15 @@ def run_seeds(papers, seeds, profile) -> dict:
             out[s] = {}
             for seed in seeds:
                 reports = Path(d) / f"{s}-{seed}"
+                load = round(os.getloadavg()[0], 2)
                 t0 = time.time()
                 r, = reproduce([s], profile=profile, seed=seed, force=True, root=REPO, reports=reports, log=lambda *a: None)
                 wall = round(time.time() - t0, 1)
                 claims = json.loads((reports / s / "claims.json").read_text()) if r.status == "ok" else {}
-                out[s][seed] = dict(status=r.status, wall_s=wall, error=(r.error or "")[:300], counts=claims.get("counts"),
+                out[s][seed] = dict(status=r.status, wall_s=wall, load_before=load, error=(r.error or "")[:300],
+                                    counts=claims.get("counts"), checks=claims.get("checks"), tested=claims.get("tested"),
                                     verdicts={c["id"]: c["verdict"] for c in claims.get("claims", [])},
+                                    kinds={c["id"]: c.get("kind", "effect") for c in claims.get("claims", [])},
                                     gates={g["id"]: g["passed"] for g in claims.get("gates", [])})
                 print(s, seed, r.status, wall, out[s][seed]["counts"], flush=True)
     return out
@@ -63,6 +67,10 @@ def figure(res: dict, path: Path):
     fig.tight_layout(rect=(0, 0.05, 1, 0.96))
     fig.savefig(path, dpi=110); plt.close(fig)
 
+def commit() -> str:
+    try: return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+    except OSError: return ""
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("papers", nargs="*")
@@ -71,12 +79,17 @@ def main():
     args = ap.parse_args()
     papers = args.papers or list(paper_notebooks(REPO))
     res = run_seeds(papers, args.seeds, args.profile)
-    out = dict(machine=dict(cpus=os.cpu_count(), platform=platform.platform(), when=time.strftime("%Y-%m-%d %H:%M")),
-               profile=args.profile, seeds=args.seeds, papers=res, moving={s: moving(res[s]) for s in res})
-    name = "seed_stability" if not args.papers else f"seed_stability-{'-'.join(papers)}"
-    (REPO / "benchmarks" / f"{name}.json").write_text(json.dumps(out, indent=1) + "\n")
-    figure(res, REPO / "benchmarks" / f"{name}.png")
-    for s, m in out["moving"].items():
+    machine = dict(cpus=os.cpu_count(), platform=platform.platform(), when=time.strftime("%Y-%m-%d %H:%M"))
+    folder = REPO / "benchmarks" / "papers"
+    folder.mkdir(exist_ok=True)
+    for s in papers:
+        rec = dict(paper=s, profile=args.profile, commit=commit(), machine=machine, seeds=args.seeds,
+                   runs={str(k): v for k, v in res[s].items()}, moving=moving(res[s]))
+        (folder / f"{s}.json").write_text(json.dumps(rec, indent=1, sort_keys=True) + "\n")
+    records = {p.stem: json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))}
+    figure({s: r["runs"] for s, r in records.items()}, REPO / "benchmarks" / "seed_stability.png")
+    for s in papers:
+        m = moving(res[s])
         print(f"{s}: " + ("no verdict moves with the seed" if not m else
                           "; ".join(f"{c} {' / '.join(v[x] for x in args.seeds)}" for c, v in m.items())))
 
