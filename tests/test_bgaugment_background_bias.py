@@ -16,7 +16,7 @@ from paperlib.papers.bgaugment_background_bias import (
     Split, DATASET_FOLDERS, BACKGROUND_FOLDER, load_cub, load_cars, load_sop, load_images, load_real_data,
     load_background_folder, check_splits, run_cell, train_cell, table1_rows, per_seed, needs_fallback,
     bgaugment_shared, make_jobs, PAPER_HPARAMS, PAPER_TABLE1, PAPER_TABLE2, loss_distance, losses_needed,
-    gate_learned, gate_control, rule_bias, rule_drop_grows, rule_above_random, rule_bgaugment_wins, rule_clean_kept,
+    gate_learned, gate_control, gate_room_drop, gate_room_score, rule_bias, rule_drop_grows, rule_above_random, rule_bgaugment_wins, rule_clean_kept,
     rule_clean_lowered, rule_gap_shrinks, score_tests, rule_scores_higher, rule_score_drop_inverse)
 from paperlib.metric import make_loss, LOSSES, random_map_at_r_draws as random_draws
 
@@ -179,22 +179,32 @@ def test_rule_above_random_c5():
 
 
 def test_rule_bgaugment_wins_c6():
-    assert rule_bgaugment_wins([3.0, 1.0, 0.5, -0.2])             # 3 of 4
-    assert not rule_bgaugment_wins([3.0, 1.0, -0.5, -0.2])        # 2 of 4
+    assert rule_bgaugment_wins([3.0, 1.0, 0.5, 2.2])                # every cell up, the mean gain's bound above 0
+    assert not rule_bgaugment_wins([3.0, 1.0, -0.5, -0.2])          # 2 of 4
+    assert not rule_bgaugment_wins([5.0, 0.01, 0.01, -4.0])          # 3 of 4, but the interval holds 0
     assert rule_bgaugment_wins([1.0] * 14 + [-1.0], gain_most=[1, 1, 1, 1, -1])
     assert not rule_bgaugment_wins([1.0] * 8 + [-1.0] * 3, gain_most=[1, 1, 1, 1, 1])   # sign test p = 0.11
 
 
 def test_rule_clean_kept_c7_and_lowered_c8():
-    assert rule_clean_kept([-1.5, 0.3]) and not rule_clean_kept([-2.5, 0.3])
-    assert rule_clean_kept([-3.19, 1.21, -0.05, -0.06, 0.09])     # the paper's Cars196: 4 of 5 within 2 pts
-    assert rule_clean_lowered([-6.5, -18.3]) and not rule_clean_lowered([-6.5, 0.1])
+    assert rule_clean_kept([-0.5, 0.3, 0.1, -0.2]) and not rule_clean_kept([-2.5, -2.6, -2.4, -2.7])
+    assert rule_clean_kept([0.0, 0.0, 0.0]) is True                  # identical arms are within any margin
+    assert rule_clean_kept([-1.5, 1.5, -1.5, 1.5]) is False           # "not significant" is not "not worse"
+    assert rule_clean_kept([0.3]) is None                             # one pair cannot be decided
+    assert rule_clean_lowered([-6.5, -8.3, -7.0]) and not rule_clean_lowered([-6.5, 0.1, 4.0])
+    assert rule_clean_lowered([0.0, 0.0]) is False                    # a tie is not a drop
 
 
 def test_rule_gap_shrinks_c9():
-    assert rule_gap_shrinks([2.34, 7.54, 33.0], [0.07, 3.33, 7.52])    # the paper's means
-    assert rule_gap_shrinks([-0.5], [0.8])                               # a gap within 1 pt counts as removed
-    assert not rule_gap_shrinks([2.0, 30.0], [2.5, 7.0])
+    assert rule_gap_shrinks([[2.3, 2.4, 2.2], [33.0, 31.0, 35.0]], [[0.07, 0.1, 0.0], [7.5, 8.0, 7.0]])
+    assert rule_gap_shrinks([[-0.5, -0.4]], [[0.8, 0.7]])            # a BGAugment gap within 1 pt counts as removed
+    assert not rule_gap_shrinks([[2.0, 2.1], [30.0, 29.0]], [[2.5, 2.6], [7.0, 6.0]])
+    assert rule_gap_shrinks([], []) is None
+
+
+def test_headroom_gates():
+    assert gate_room_drop(7.5) and not gate_room_drop(4.9) and not gate_room_drop(float("nan"))
+    assert gate_room_score(0.5) and not gate_room_score(0.85)
 
 
 def test_score_tests_and_rule_c10():
@@ -212,6 +222,7 @@ def test_rule_score_drop_inverse_c12():
     assert rule_score_drop_inverse([0.5, 0.25, 0.1], [0.14, 0.38, 0.84])
     assert not rule_score_drop_inverse([0.1, 0.25, 0.5], [0.14, 0.38, 0.84])
     assert not rule_score_drop_inverse([0.1, 0.2, 0.3, 0.4, 0.5], [0.5, 0.2, 0.4, 0.1, 0.3], test=True)
+    assert not rule_score_drop_inverse([0.5, 0.4, 0.3, 0.2], [0.1, 0.3, 0.2, 0.4], test=True)   # negative, not significant
 
 
 def test_per_seed_outcomes():

@@ -16,22 +16,22 @@ import torch.nn.functional as F
 from ..data import DataError, DataSource, Column, Layout, read_index, register_layout, fingerprint_real, read_mat_records
 from ..metric import (LOSSES, LOSS_NAMES, check_loss, is_classification_loss, EmbeddingCNN, embed,
                              retrieval_metrics, map_at_r, map_at_r_torch, random_map_at_r, random_map_at_r_draws, train_embedder, mean_std)
-from ..stats import correct_pvalues
+from ..stats import correct_pvalues, beats, not_worse
 
 # %% auto #0
 __all__ = ['REGIMES', 'TRAIN_A', 'VAL_B', 'TEXTURES', 'B_TRAIN_PHOTOS', 'B_TEST_PHOTOS', 'DATASET_FOLDERS', 'BACKGROUND_FOLDER',
            'DATASET_NAMES', 'CLASS_RANGE', 'META_FILES', 'SPLIT_DOC', 'CUB_IMAGES', 'CUB_LABELS', 'SOP_COLUMNS',
            'CUB_LAYOUTS', 'SOP_LAYOUTS', 'LOADERS', 'PAPER_HPARAMS', 'PAPER_LOSS_LR', 'FALLBACK_FACTOR', 'LEARNED_K',
-           'CONTROL_RATIO', 'BIAS_K', 'CLEAN_TOL', 'GAP_REMOVED', 'WIN_SHARE', 'ALPHA', 'PAPER_TABLE1', 'PAPER_TABLE2',
-           'MIRRORS', 'composite', 'random_resized_crop', 'corrupt', 'bgaugment', 'attribution_maps',
-           'foreground_score', 'overlap', 'iou', 'perturb_mask', 'pair_classes', 'digit_pools', 'home_texture',
-           'render_texture', 'Split', 'make_digit_pairs', 'background_bank', 'load_cub', 'load_cars', 'load_sop',
-           'check_splits', 'load_images', 'background_files', 'load_background_folder', 'load_real_data',
-           'loss_distance', 'needs_fallback', 'Cell', 'attr_subset', 'train_cell', 'evaluate_cell', 'run_cell',
-           'bgaugment_shared', 'make_jobs', 'losses_needed', 'gate_learned', 'gate_control', 'rule_bias',
-           'rule_drop_grows', 'rule_above_random', 'rule_bgaugment_wins', 'rule_clean_kept', 'rule_clean_lowered',
-           'rule_gap_shrinks', 'score_tests', 'rule_scores_higher', 'rule_score_drop_inverse', 'table1_rows',
-           'per_seed']
+           'CONTROL_RATIO', 'BIAS_K', 'CLEAN_TOL', 'GAP_REMOVED', 'WIN_SHARE', 'ALPHA', 'HEADROOM_DROP',
+           'SCORE_CEILING', 'PAPER_TABLE1', 'PAPER_TABLE2', 'MIRRORS', 'composite', 'random_resized_crop', 'corrupt',
+           'bgaugment', 'attribution_maps', 'foreground_score', 'overlap', 'iou', 'perturb_mask', 'pair_classes',
+           'digit_pools', 'home_texture', 'render_texture', 'Split', 'make_digit_pairs', 'background_bank', 'load_cub',
+           'load_cars', 'load_sop', 'check_splits', 'load_images', 'background_files', 'load_background_folder',
+           'load_real_data', 'loss_distance', 'needs_fallback', 'Cell', 'attr_subset', 'train_cell', 'evaluate_cell',
+           'run_cell', 'bgaugment_shared', 'make_jobs', 'losses_needed', 'gate_learned', 'gate_control',
+           'gate_room_drop', 'gate_room_score', 'rule_bias', 'rule_drop_grows', 'rule_above_random',
+           'rule_bgaugment_wins', 'rule_clean_kept', 'rule_clean_lowered', 'rule_gap_shrinks', 'score_tests',
+           'rule_scores_higher', 'rule_score_drop_inverse', 'table1_rows', 'per_seed']
 
 # %% ../../nbs/papers/bgaugment_background_bias.ipynb #9add0458
 def composite(I: torch.Tensor, M: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
@@ -597,6 +597,8 @@ CLEAN_TOL = 2.0            # rule_clean_kept: BGAugment clean >= base clean - CL
 GAP_REMOVED = 1.0          # rule_gap_shrinks: a BGAugment gap within +-GAP_REMOVED points counts as removed
 WIN_SHARE = 0.75           # rule_bgaugment_wins: share of (loss x setting) cells where BGAugment wins
 ALPHA = 0.05
+HEADROOM_DROP = 5.0        # gate_room_drop: mean base drop in the most biased setting >= 5 MAP@R points (room to recover)
+SCORE_CEILING = 0.8        # gate_room_score: mean base foreground score in the most biased setting <= 0.8 (room to rise)
 
 def losses_needed(n: int) -> int:
     "How many of n losses a per-loss rule needs: all of them below five losses, 4 of 5 (80%, rounded up) from five on."
@@ -610,6 +612,14 @@ def gate_learned(clean, random, k: float = LEARNED_K) -> bool:
 def gate_control(drop_least: float, drop_most: float, ratio: float = CONTROL_RATIO) -> bool:
     "Negative control: the mean base drop without background-class correlation is below `ratio` x the most biased one."
     return bool(drop_most > 0 and drop_least < ratio * drop_most)
+
+def gate_room_drop(drop_most: float, k: float = HEADROOM_DROP) -> bool:
+    "Headroom for C6/C9: the base models lose at least `k` MAP@R points to new backgrounds, so BGAugment has a gap to close."
+    return bool(np.isfinite(drop_most) and drop_most >= k)
+
+def gate_room_score(score_most: float, ceiling: float = SCORE_CEILING) -> bool:
+    "Headroom for C10: the base models' mean foreground score is at most `ceiling`, so a higher score is possible."
+    return bool(np.isfinite(score_most) and score_most <= ceiling)
 
 # %% ../../nbs/papers/bgaugment_background_bias.ipynb #2ffc8573
 def rule_bias(drop, std, k: float = BIAS_K) -> bool:
@@ -633,9 +643,10 @@ def rule_above_random(corrupted, random) -> bool:
 
 # %% ../../nbs/papers/bgaugment_background_bias.ipynb #15a37a6d
 def rule_bgaugment_wins(gain, share: float = WIN_SHARE, gain_most=None, alpha: float = ALPHA) -> bool:
-    "C6: BGAugment corrupted - base corrupted > 0 in >= `share` of the cells; with `gain_most` (five losses) also a sign test and 4/5 losses there."
+    """C6: BGAugment corrupted - base corrupted > 0 in >= `share` of the cells and the one-sided 95% lower bound of the mean
+    gain above 0 (`stats.beats`: a tie never wins); with `gain_most` (five losses) also a sign test and 4/5 losses there."""
     g = np.asarray(gain, float)
-    ok = bool(len(g) > 0 and (g > 0).mean() >= share)
+    ok = bool(len(g) > 0 and (g > 0).mean() >= share and beats(g)["passed"] is True)
     if ok and gain_most is not None:
         from scipy.stats import binomtest
         gm = np.asarray(gain_most, float)
@@ -643,20 +654,22 @@ def rule_bgaugment_wins(gain, share: float = WIN_SHARE, gain_most=None, alpha: f
               and int((gm > 0).sum()) >= losses_needed(len(gm)))
     return bool(ok)
 
-def rule_clean_kept(delta_clean, tol: float = CLEAN_TOL) -> bool:
-    "C7: BGAugment clean - base clean >= -tol points for the losses needed."
-    d = np.asarray(delta_clean, float)
-    return bool(len(d) > 0 and int((d >= -tol).sum()) >= losses_needed(len(d)))
+def rule_clean_kept(delta_clean, tol: float = CLEAN_TOL):
+    """C7: BGAugment is not worse than base on clean MAP@R: the one-sided 95% lower bound of the mean of
+    BGAugment clean - base clean over the (loss, seed) pairs lies above -`tol` points (`stats.not_worse`; None below two pairs)."""
+    return not_worse(np.asarray(delta_clean, float), tol)["passed"]
 
-def rule_clean_lowered(delta_clean) -> bool:
-    "C8: BGAugment clean - base clean < 0 for the losses needed."
-    d = np.asarray(delta_clean, float)
-    return bool(len(d) > 0 and int((d < 0).sum()) >= losses_needed(len(d)))
+def rule_clean_lowered(delta_clean):
+    "C8: base beats BGAugment on clean MAP@R: the 95% lower bound of mean(base - BGAugment) over the (loss, seed) pairs > 0."
+    return beats(-np.asarray(delta_clean, float))["passed"]
 
-def rule_gap_shrinks(drop_base, drop_bga, removed: float = GAP_REMOVED) -> bool:
-    "C9: per setting, the BGAugment drop < the base drop, or |BGAugment drop| <= `removed` points."
-    b, a = np.asarray(drop_base, float), np.asarray(drop_bga, float)
-    return bool(len(b) > 0 and ((a < b) | (np.abs(a) <= removed)).all())
+def rule_gap_shrinks(drop_base, drop_bga, removed: float = GAP_REMOVED):
+    """C9, per setting (lists of per-(loss, seed) drops): the base drop beats the BGAugment drop (`stats.beats`), or the
+    mean BGAugment drop is within +-`removed` points of 0 (the paper's 'nearly removed'); every setting must pass."""
+    if not len(drop_base): return None
+    out = [beats(np.asarray(b, float) - np.asarray(a, float))["passed"] is True or abs(float(np.mean(a))) <= removed
+           for b, a in zip(drop_base, drop_bga)]
+    return bool(all(out))
 
 # %% ../../nbs/papers/bgaugment_background_bias.ipynb #5bd62a4f
 def score_tests(pairs) -> pd.DataFrame:
