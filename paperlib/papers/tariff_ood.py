@@ -16,7 +16,7 @@ from scipy import stats as sps
 
 from ..core import parallel_map
 from ..data import Column, Layout, DataError, DataSource, read_table, read_index, fingerprint_real, register_layout
-from ..stats import correct_pvalues, paired_diff_test
+from ..stats import correct_pvalues, paired_diff_test, beats
 
 # %% auto #0
 __all__ = ['H', 'LEVELS', 'LEVEL_NAMES', 'METHODS', 'FOLDER', 'HOUR_COLS', 'META_COLS', 'POWERTAC_LAYOUTS',
@@ -28,7 +28,7 @@ __all__ = ['H', 'LEVELS', 'LEVEL_NAMES', 'METHODS', 'FOLDER', 'HOUR_COLS', 'META
            'make_windows', 'window_sets', 'naive_window_aql', 'predict', 'window_aql', 'fit_forecaster',
            'price_options', 'gain', 'greedy_allocation', 'realized_gains', 'oracle_gains', 'method_arch',
            'evaluate_settings', 'evaluate_setting', 'margin_rule', 'bound_gates', 'sig_share', 'trend_rule',
-           'profit_rule', 'rank_vs_profit', 'all_significant', 'paired_table']
+           'profit_rule', 'rank_vs_profit', 'room_ood', 'profit_leader', 'all_significant', 'paired_table']
 
 # %% ../../nbs/papers/tariff_ood.ipynb #d4c4943f
 H = 24
@@ -865,6 +865,18 @@ def rank_vs_profit(best_ood: dict, most_profitable: dict, target: str = "Att.+PE
                        + ", ".join(f"{k}: {m}" for k, m in best_ood.items()) + ")")
     if any(m != target for (o, k), m in most_profitable.items() if k in premise): return True, None
     return False, f"{target} is the most profitable wherever it forecasts best (|T_in| {', '.join(map(str, premise))})"
+
+def room_ood(fc_ood: float, ub_ood: float, margin: float = 0.05) -> bool:
+    "Headroom of C5: FC's mean OOD AQL is at least (1 + `margin`) x the oracle UB's, so a better forecaster has room to show."
+    return bool(np.isfinite(fc_ood) and np.isfinite(ub_ood) and fc_ood >= (1 + margin) * ub_ood)
+
+def profit_leader(gains, target: str = "Att.+PE") -> str:
+    """The method that earns more than `target`: `gains` is a frame of realized gains, one row per consumer-day, one column
+    per method. A method leads only when its per-day gain beats `target`'s (`stats.beats`: the one-sided 95% lower bound
+    of the mean difference above 0), so a tie or a noise-level difference leaves `target` in the lead."""
+    lead = {m: beats((gains[m] - gains[target]).to_numpy()) for m in gains.columns if m != target}
+    won = {m: r["estimate"] for m, r in lead.items() if r["passed"] is True}
+    return max(won, key=won.get) if won else target
 
 def all_significant(p: dict, alpha: float = 0.05) -> bool:
     "Whether every p-value of `p` {name: p} is below `alpha` (False when there is none)."
