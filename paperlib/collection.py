@@ -106,7 +106,8 @@ def collection_rows(reports: Path, root: Path | None = None) -> list[dict]:
                          profile=m.get("profile", ""), device=m.get("device", ""),
                          seed=(m.get("parameters") or {}).get("seed"),
                          seconds=(m.get("runner") or {}).get("wall_s"), finished=m.get("finished"),
-                         verdicts=tally(m.get("verdicts")), has_report=(Path(reports) / slug / "report.html").exists(),
+                         verdicts=tally(m.get("verdicts")), checks=sum(int(v or 0) for k, v in (m.get("checks") or {}).items() if k != "informational"),
+                         has_report=(Path(reports) / slug / "report.html").exists(),
                          last_status=st.get("status") or ("ok" if m else "never run"), error=st.get("error"),
                          worker=st.get("worker")))
     return rows

@@ -272,11 +272,13 @@ section.report{{border-top:2px solid #e3e6eb;margin-top:1.5rem}}</style>
 """
 
 # %% ../nbs/12_render.ipynb #7f560144
-def _tally_cell(v: dict | None) -> str:
+def _tally_cell(v: dict | None, checks: int = 0) -> str:
+    "A paper's tally of effect claims; its checks of our implementation apart, never added in."
     if not v: return '<span class="nc">—</span>'
     main = " / ".join(f'<span class="{VERDICT_CLASS[k]}" title="{k}">{int(v.get(k) or 0)}</span>' for k in COUNTED)
     info = int(v.get(INFORMATIONAL) or 0)
-    return main + (f' <span class="nc" title="informational">(+{info} info.)</span>' if info else "")
+    return (main + (f' <span class="nc" title="informational">(+{info} info.)</span>' if info else "")
+            + (f'<br><span class="nc" title="checks of our implementation, not counted">{checks} check(s)</span>' if checks else ""))
 
 TALLY_LEGEND = ('<span class="v-reproduced">reproduced</span> / <span class="v-not-reproduced">not reproduced</span> / '
                 '<span class="v-inconclusive">inconclusive</span> / <span class="v-not-checkable">not checkable</span>; '
@@ -297,7 +299,7 @@ def collection_table(rows: list[dict], href_of) -> str:
         secs = f'{r["seconds"]:.0f} s' if r["seconds"] is not None else ""
         word = {"ok": "ok", "cached": "ok (cached)"}.get(st, st)
         trs.append(f'<tr class="st-{esc(st.replace(" ", "-"))}"><td>{title}<br><code>{esc(r["slug"])}</code>{err}</td>'
-                   f'<td>{esc(r["venue"])}</td><td>{data}</td><td>{_tally_cell(r["verdicts"])}</td><td>{esc(r["profile"])}</td>'
+                   f'<td>{esc(r["venue"])}</td><td>{data}</td><td>{_tally_cell(r["verdicts"], r.get("checks") or 0)}</td><td>{esc(r["profile"])}</td>'
                    f'<td>{esc(r["device"])}</td><td>{secs}</td><td>{esc(word)}<br>{esc(when(r["finished"]))}</td></tr>')
     return ('<table class="grid collection"><thead><tr><th>paper</th><th>venue</th><th>data</th><th>verdicts</th><th>profile</th>'
             f'<th>device</th><th>run time</th><th>last run</th></tr></thead><tbody>{"".join(trs)}</tbody></table>')
