@@ -260,7 +260,11 @@ class RunContext:
         out_dir.mkdir(parents=True, exist_ok=True)
         set_pool_threads(1)
         seed_everything(p.seed)
-        return cls(slug, p.profile, p.seed, resolve_device(p.device), data_root, out_dir, p.threads or os.cpu_count() or 1)
+        device = resolve_device(p.device)
+        # CUDA cannot be used in a forked child, nor autograd after a fork: starting CUDA now makes parallel_map run
+        # every job in this process (it forks only while CUDA is uninitialised), as a GPU run wants anyway
+        if device.startswith("cuda"): import torch; torch.cuda.init()
+        return cls(slug, p.profile, p.seed, device, data_root, out_dir, p.threads or os.cpu_count() or 1)
 
     def pick(self, ci, smoke, full):
         "The value for this run's profile."
