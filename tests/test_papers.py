@@ -44,13 +44,14 @@ def test_paper_runs_in_ci_profile(ci_runs, slug):
         assert set(c["gates"]) <= set(gates), c["id"]
         if any(gates[g]["passed"] is not True for g in c["gates"]) and c["verdict"] in ("reproduced", "not reproduced"):
             pytest.fail(f"{c['id']} counts as {c['verdict']} although a gate it depends on did not hold")
-    assert sum(saved["counts"][v] for v in VERDICTS) == len(claims)
+    assert sum(saved["counts"][v] + saved["checks"][v] for v in VERDICTS) == len(claims)   # effects and checks, apart
+    assert all(c["kind"] in ("effect", "check") for c in claims)
     html = (out / "report.html").read_text()
     body = html[html.index("<body"):]
     # results are images and tables; the first screen names the data and the verdicts before any of them
     first_result = min(i for i in (body.find("<img"), body.find('<table id="T_'), body.find('class="dataframe')) if i >= 0)
     assert 0 <= body.find("Data: ") < first_result, "the report says which data it used before any result"
-    assert body.find("Verdicts") < first_result
+    assert 0 <= body.find("claims tested on this data") < first_result
 
 def test_same_seed_same_tables(ci_runs):
     "The cheapest paper, run again with the same seed, writes byte-identical tables."

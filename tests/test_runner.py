@@ -80,7 +80,7 @@ def test_report_reads_like_a_paper_page(project):
     body = html[html.index("<body"):]
     # the first screen: title, venue, data banner and verdicts, before any cell
     i_title, i_data, i_verd, i_cells = (body.index("Paper good"), body.index("Data: embedded default"),
-                                        body.index("Verdicts"), body.index('class="jp-Notebook"'))
+                                        body.index("claims tested on this data"), body.index('class="jp-Notebook"'))
     assert i_title < i_data < i_cells and i_verd < i_cells
     assert "skip_exec" not in body                     # no raw frontmatter blob
     text = re.sub(r"<[^>]+>", "", body)

@@ -74,7 +74,7 @@ def test_paper_page_opens_with_verdicts_data_and_claims(site):
     main = page[page.index("<main>"):]
     # title, venue and authors, the data banner, the tally, the gates and the claims come before the report body
     i_title, i_data, i_sum, i_gates, i_claims, i_report = (
-        main.index("A Demo Paper"), main.index("Data: embedded default"), main.index("Verdicts</b> of"),
+        main.index("A Demo Paper"), main.index("Data: embedded default"), main.index("claims tested on this data"),
         main.index("Gates</b>"), main.index('id="claims"'), main.index('id="report"'))
     assert i_title < i_data < i_sum < i_gates < i_claims < i_report
     assert "A. Author, B. Author" in main[:i_report] and "Demo Venue 2024" in main[:i_report]
