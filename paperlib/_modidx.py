@@ -886,6 +886,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                                                      'paperlib/papers/gender_bias_transformers.py'),
                                                           'paperlib.papers.gender_bias_transformers.load_templates': ( 'papers/gender_bias_transformers.html#load_templates',
                                                                                                                        'paperlib/papers/gender_bias_transformers.py'),
+                                                          'paperlib.papers.gender_bias_transformers.median_spread': ( 'papers/gender_bias_transformers.html#median_spread',
+                                                                                                                      'paperlib/papers/gender_bias_transformers.py'),
                                                           'paperlib.papers.gender_bias_transformers.nan_filled': ( 'papers/gender_bias_transformers.html#nan_filled',
                                                                                                                    'paperlib/papers/gender_bias_transformers.py'),
                                                           'paperlib.papers.gender_bias_transformers.pair_scores': ( 'papers/gender_bias_transformers.html#pair_scores',
