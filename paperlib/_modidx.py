@@ -510,6 +510,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                                                       'paperlib/papers/face_verification_bias.py'),
                                                         'paperlib.papers.face_verification_bias.dose_response_rule': ( 'papers/face_verification_bias.html#dose_response_rule',
                                                                                                                        'paperlib/papers/face_verification_bias.py'),
+                                                        'paperlib.papers.face_verification_bias.equivalence_rule': ( 'papers/face_verification_bias.html#equivalence_rule',
+                                                                                                                     'paperlib/papers/face_verification_bias.py'),
                                                         'paperlib.papers.face_verification_bias.face_layout': ( 'papers/face_verification_bias.html#face_layout',
                                                                                                                 'paperlib/papers/face_verification_bias.py'),
                                                         'paperlib.papers.face_verification_bias.facenet_embeddings': ( 'papers/face_verification_bias.html#facenet_embeddings',
