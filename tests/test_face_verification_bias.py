@@ -14,7 +14,7 @@ from paperlib.papers.face_verification_bias import (
     VGGFACE2_RACE_SHARES, VGGFACE2_GENDER_SHARES, BALANCED_RACE_SHARES, BALANCED_GENDER_SHARES, TripletMLP,
     train_face_embedder, identity_bootstrap_metrics, analyse_embeddings, group_order, FVResult, seed_outcomes,
     all_seeds_hold, gate_outcome, control_outcome, learned_rule, far_rule, backends_agree_rule, fpr_rule, ppv_rule,
-    bnc_rule, cis_overlap_rule, gender_rule, cluster_rule, distribution_rule, threshold_rule, dose_response_rule, smaller_effect_rule, lowest_accuracy_rule,
+    bnc_rule, cis_overlap_rule, equivalence_rule, gender_rule, cluster_rule, distribution_rule, threshold_rule, dose_response_rule, smaller_effect_rule, lowest_accuracy_rule,
     better_than_rule)
 
 
@@ -389,6 +389,14 @@ def test_bnc_rule():
 def test_cis_overlap_rule():
     assert cis_overlap_rule(dict(I=(0.1, 0.08, 0.12), B=(0.13, 0.11, 0.15))) == []
     assert len(cis_overlap_rule(dict(I=(0.1, 0.08, 0.10), B=(0.13, 0.11, 0.15)))) == 1
+
+
+def test_equivalence_rule_c5():
+    assert equivalence_rule(dict(I=(0.20, 0.18, 0.22), B=(0.21, 0.19, 0.23))) == []
+    assert len(equivalence_rule(dict(I=(0.20, 0.05, 0.35), B=(0.21, 0.06, 0.36)))) == 1      # overlapping but wide: no evidence
+    assert len(equivalence_rule(dict(I=(0.20, 0.19, 0.21), B=(0.27, 0.26, 0.28)))) == 1      # precise but 0.07 apart
+    assert len(equivalence_rule(dict(I=(0.20, 0.19, 0.21), B=(0.27, 0.26, 0.28)), margin=0.1)) == 0
+    with pytest.raises(ValueError, match="margin"): equivalence_rule(dict(I=(0.2, 0.1, 0.3), B=(0.2, 0.1, 0.3)), margin=0)
 
 
 def test_gender_rule():

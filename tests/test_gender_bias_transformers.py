@@ -367,11 +367,16 @@ def test_c3_rule():
 
 
 def test_c5_c6_rules():
-    assert c5_rule(dict(small=0.05, base=0.09, large=0.12))[0] is True
-    assert c5_rule(dict(small=0.10, base=0.09, large=0.12))[0] is False
-    grows = {"T5 EN": dict(small=[0.1, 0.1, 0.1, 0.1], base=[0.0, 0, 0, 0], large=[0.2, 0.2, 0.2, 0.0])}
+    r = np.random.default_rng(0); w = ["a", "b", "c", "d"]
+    flat = {k: r.normal(0, 0.1, 60) for k in w}
+    apart = {k: r.normal(m, 0.1, 60) for k, m in zip(w, (-0.3, -0.1, 0.1, 0.3))}
+    assert c5_rule(dict(small=flat, base=apart, large=apart), w)[0] is True
+    assert c5_rule(dict(small=flat, base=flat, large=apart), w)[0] is False   # base does not separate more
+    assert c5_rule(dict(small=apart, large=flat), w)[0] is False
+    grows = {"T5 EN": dict(small=[0.1] * 40, base=[0.0] * 40, large=[0.2] * 32 + [0.0] * 8)}
     assert c6_rule(grows)[0] is True                                        # the middle size does not matter
-    assert c6_rule({**grows, "mT5 SV": dict(small=[0.1, 0.1, 0.1, 0.1], large=[0.2, 0.2, 0.0, 0.0])})[0] is False   # half is not most
+    assert c6_rule({**grows, "mT5 SV": dict(small=[0.1] * 40, large=[0.2] * 20 + [0.0] * 20)})[0] is False   # half is not most
+    assert c6_rule({"T5 EN": dict(small=[0.1] * 40, large=[0.1] * 40)})[0] is False                          # ties never pass
 
 
 def test_c7_rule():
@@ -381,10 +386,16 @@ def test_c7_rule():
     assert c7_rule(tab.assign(she_minus_he=[-0.1, 0.05, -0.1]))[0] is False
 
 
-def test_c8_rule_is_per_seed():
-    out, why = c8_rule({42: dict(small=0, base=0, large=0), 43: dict(small=0, base=1, large=0)})
-    assert out == {42: True, 43: False} and "seed 43: base 1" in why
-    assert c8_rule({42: dict(small=0), 43: dict(small=0)}) == ({42: True, 43: True}, None)
+def test_c8_rule_is_per_seed_and_needs_equivalence():
+    r = np.random.default_rng(0)
+    base = r.integers(1, 5, 100).astype(float)
+    same = (base, base + r.choice([0.0, 0.0, 0.0, 1.0, -1.0], 100))
+    apart = (base + 1.0, base)
+    out, why = c8_rule({7: dict(small=dict(a=same, b=same), large=dict(a=same)), 9: dict(small=dict(a=same), large=dict(b=apart))})
+    assert out == {7: True, 9: False} and "seed 9: large b" in why
+    noisy = (r.integers(0, 6, 6).astype(float), r.integers(0, 6, 6).astype(float))   # no significant difference, no power either
+    assert c8_rule({1: dict(small=dict(a=noisy))})[0] == {1: False}
+    assert c8_rule({1: dict(small=dict(a=(base, base)))}) == ({1: True}, None)
 
 
 def test_c9_rule():
@@ -403,7 +414,9 @@ def test_report_only_statistics():
 # --- full profile: seeds, error bars, Fisher, the Swedish list ---------------------------------------------------------
 
 def test_seed_statistics():
-    assert finetune_seeds(0) == (42, 43, 44) and finetune_seeds(2) == (48, 49, 50)
+    from paperlib.core import replicate_seeds
+    assert finetune_seeds(0) == tuple(replicate_seeds(0, 3, "mt5_finetune")) and len(finetune_seeds(0)) == 3
+    assert not set(finetune_seeds(0)) & set(finetune_seeds(1)) and finetune_seeds(2) == finetune_seeds(2)
     m, h = seed_bars(np.array([[1.0, 0.0], [2.0, 0.0], [3.0, 0.0]]), paper_code=True)
     np.testing.assert_allclose(m, [2, 0]); np.testing.assert_allclose(h, [2 / 3, 0])
     _, h2 = seed_bars(np.array([[1.0], [2.0], [3.0]]))

@@ -9,7 +9,7 @@ import pytest
 from paperlib.data import DataError
 from paperlib.papers.medical_sr_gan import (
     load_real_data, FOLDER, read_nifti, check_affines, recovery_ratio, rule_sps_beats_plain, rule_asd_beats_sps,
-    rule_asd_removes_seams, rule_profile_recovered, rule_auc_falls, rule_direction, gate_sr_learned, gate_clf_learned,
+    rule_asd_removes_seams, rule_beats_subjects, rule_auc_lower, gate_arms_differ, rule_auc_falls, rule_direction, gate_sr_learned, gate_clf_learned,
     PixelShuffle3d, RRDBNet3d, super_resolve, make_generator, train_sr, central_crop)
 
 AFFINE = np.diag([1.4, 1.4, 1.4, 1.0])
@@ -152,7 +152,11 @@ def test_rule_c3():
     assert rule_asd_removes_seams(1.3 + ELEVEN / 100, 1.4 + ELEVEN / 100) is False
 
 def test_rules_c4_c6_direction_and_gates():
-    assert rule_profile_recovered([0.9, 0.8], [0.7, 0.7]) and not rule_profile_recovered([0.6], [0.7])
+    n = np.arange(11.)
+    assert rule_beats_subjects(0.9 + n / 100, 0.7 + n / 100)[0] and not rule_beats_subjects(0.6 + 0 * n, 0.7 + 0 * n)[0]
+    assert rule_beats_subjects(0.7 + n, 0.7 + n)[0] is False                                  # a tie never passes
+    assert rule_auc_lower(dict(diff=-0.1, lo=-0.2, hi=-0.01)) and not rule_auc_lower(dict(diff=-0.02, lo=-0.1, hi=0.05))
+    assert gate_arms_differ([0.02, 0.012], [0.1, 0.1]) and not gate_arms_differ([0.005, 0.009], [0.1, 0.1])
     assert rule_auc_falls([(0.1, 0.02, 0.2), (0.15, 0.05, 0.3)]) and not rule_auc_falls([(0.1, 0.02, 0.2), (0.05, -0.01, 0.1)])
     assert rule_direction(0.1) and not rule_direction(0.0)
     assert gate_sr_learned([30, 31], [28, 29]) and not gate_sr_learned([27], [28])

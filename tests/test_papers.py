@@ -44,8 +44,9 @@ def test_paper_runs_in_ci_profile(ci_runs, slug):
         assert set(c["gates"]) <= set(gates), c["id"]
         if any(gates[g]["passed"] is not True for g in c["gates"]) and c["verdict"] in ("reproduced", "not reproduced"):
             pytest.fail(f"{c['id']} counts as {c['verdict']} although a gate it depends on did not hold")
-    assert sum(saved["counts"][v] + saved["checks"][v] for v in VERDICTS) == len(claims)   # effects and checks, apart
-    assert all(c["kind"] in ("effect", "check") for c in claims)
+    # the paper's effects are counted; checks of our implementation are counted apart (issue 27)
+    assert sum(saved["counts"][v] for v in VERDICTS) == sum(c["kind"] == "effect" for c in claims)
+    assert sum(saved["checks"][v] for v in VERDICTS) == sum(c["kind"] == "check" for c in claims)
     html = (out / "report.html").read_text()
     body = html[html.index("<body"):]
     # results are images and tables; the first screen names the data and the verdicts before any of them

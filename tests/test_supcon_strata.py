@@ -142,12 +142,16 @@ def test_safe_unpickle_never_runs_code(tmp_path, capfd):
 
 
 def test_rules_pass_and_fail():
-    from paperlib.papers.supcon_strata import rule_gain, rule_size_order, rule_learned, rule_not_worse, rule_closed_form, rule_bound, rule_gain_significant
+    from paperlib.papers.supcon_strata import (rule_gain, rule_size_order, rule_learned, rule_size_order_vs, rule_beats_all, rule_closed_form,
+                                              rule_bound, rule_gain_significant)
     assert rule_gain({"a": [1.0], "b": [0.1]}) and not rule_gain({"a": [1.0], "b": [-0.1]})
     assert rule_gain_significant({"a": [1.0]}, {"a": 0.01}) and not rule_gain_significant({"a": [1.0]}, {"a": 0.3})
     assert rule_size_order([1, 2, 3], [0.1, 0.2, 0.3]) and not rule_size_order([1, 2, 3], [0.3, 0.2, 0.1])
     assert rule_learned([0.8], 0.5) and not rule_learned([0.74], 0.5)
-    assert rule_not_worse([0.5], [0.5]) and not rule_not_worse([0.4], [0.5])
+    assert rule_size_order_vs([9, 4, 2, 1], [0.9, 0.6, 0.3, 0.1], [0.95, 0.94, 0.96, 0.93])
+    assert not rule_size_order_vs([9, 4, 2, 1], [0.9, 0.6, 0.3, 0.1], [0.9, 0.7, 0.4, 0.2])      # L_SC orders them as strongly
+    assert rule_beats_all({"a": [0.1, 0.12, 0.11]})[0] is True and rule_beats_all({"a": [0.0, 0.0, 0.0]})[0] is False
+    assert rule_beats_all({"a": [0.1, 0.12, 0.11], "b": [0.1, -0.2, 0.05]})[0] is False and rule_beats_all({"a": [0.1]})[0] is None
     assert rule_closed_form([0.2], [0.201], [0.001]) and not rule_closed_form([0.2], [0.21], [0.001])
     assert rule_bound([1.0], [1.0], 1.0) and not rule_bound([1.1], [1.2], 1.0)
 

@@ -24,12 +24,13 @@ from ..topology import h0_death_times
 # %% auto #0
 __all__ = ['RACES', 'RACE_NAMES', 'GENDERS', 'SKIN_TONES', 'FACE_DATASETS', 'FACE_LAYOUTS', 'VGGFACE2_RACE_SHARES',
            'VGGFACE2_GENDER_SHARES', 'BALANCED_RACE_SHARES', 'BALANCED_GENDER_SHARES', 'SUM_KEYS', 'METRIC_FROM_SUMS',
-           'GROUP_ORDERS', 'DISTRIBUTIONS', 'OTHER_RACES', 'FaceDataset', 'face_layout', 'facenet_embeddings',
-           'load_face_dataset', 'subgroup_counts', 'swept_shares', 'SynthFaces', 'TripletMLP', 'train_face_embedder',
-           'identity_bootstrap_metrics', 'group_order', 'FVResult', 'analyse_embeddings', 'seed_outcomes',
-           'control_outcome', 'all_seeds_hold', 'gate_outcome', 'learned_rule', 'far_rule', 'backends_agree_rule',
-           'fpr_rule', 'ppv_rule', 'bnc_rule', 'cis_overlap_rule', 'gender_rule', 'cluster_rule', 'distribution_rule',
-           'threshold_rule', 'dose_response_rule', 'smaller_effect_rule', 'lowest_accuracy_rule', 'better_than_rule']
+           'GROUP_ORDERS', 'DISTRIBUTIONS', 'OTHER_RACES', 'C5_MARGIN', 'FaceDataset', 'face_layout',
+           'facenet_embeddings', 'load_face_dataset', 'subgroup_counts', 'swept_shares', 'SynthFaces', 'TripletMLP',
+           'train_face_embedder', 'identity_bootstrap_metrics', 'group_order', 'FVResult', 'analyse_embeddings',
+           'seed_outcomes', 'control_outcome', 'all_seeds_hold', 'gate_outcome', 'learned_rule', 'far_rule',
+           'backends_agree_rule', 'fpr_rule', 'ppv_rule', 'bnc_rule', 'cis_overlap_rule', 'equivalence_rule',
+           'gender_rule', 'cluster_rule', 'distribution_rule', 'threshold_rule', 'dose_response_rule',
+           'smaller_effect_rule', 'lowest_accuracy_rule', 'better_than_rule']
 
 # %% ../../nbs/papers/face_verification_bias.ipynb #56917220
 RACES = ("A", "I", "B", "W")
@@ -460,9 +461,25 @@ def bnc_rule(bnc: dict, bpc: dict, top: str = "W", factor: float = 2.0) -> list[
 
 # %% ../../nbs/papers/face_verification_bias.ipynb #7f429d3b
 def cis_overlap_rule(ci: dict, a: str = "I", b: str = "B", key: str = "FNR") -> list[str]:
-    "C5: the CIs of groups `a` and `b` overlap; `ci` = {group: (value, lo, hi)}."
+    "The paper's reading of C5 (shown, not decided on): the CIs of groups `a` and `b` overlap; `ci` = {group: (value, lo, hi)}."
     (_, la, ha), (_, lb, hb) = ci[a], ci[b]
     return [] if not (ha < lb or hb < la) else [f"{key}_{a} CI [{la:.4f}, {ha:.4f}] and {key}_{b} CI [{lb:.4f}, {hb:.4f}] do not overlap"]
+
+C5_MARGIN = 0.05    # absolute FNR: the FAR of the operating point; fixed before any run with this rule
+
+def equivalence_rule(ci: dict, a: str = "I", b: str = "B", key: str = "FNR", margin: float = C5_MARGIN,
+                     level: float = 0.95, alpha: float = 0.05) -> list[str]:
+    """C5: value_a - value_b lies within ±`margin` by two one-sided tests at `alpha` (its 1 - 2·alpha interval inside the
+    margin); `ci` = {group: (value, lo, hi)} with independent `level` intervals, from which the standard errors come."""
+    from scipy.stats import norm
+    if not margin > 0: raise ValueError(f"equivalence_rule: margin must be > 0, got {margin!r}")
+    (va, la, ha), (vb, lb, hb) = ci[a], ci[b]
+    z = norm.ppf((1 + level) / 2)
+    se = float(np.hypot((ha - la) / (2 * z), (hb - lb) / (2 * z)))
+    d, h = va - vb, norm.ppf(1 - alpha) * se
+    if not np.isfinite(d + se): return [f"{key}_{a} − {key}_{b}: no finite estimate or interval"]
+    return [] if (d - h > -margin and d + h < margin) else [
+        f"{key}_{a} − {key}_{b} = {d:+.4f}, {1 - 2 * alpha:.0%} interval [{d - h:+.4f}, {d + h:+.4f}] not inside ±{margin:g}"]
 
 # %% ../../nbs/papers/face_verification_bias.ipynb #b8826873
 def gender_rule(fpr_race: dict, fpr_gender: dict, d_gender: dict, d_race: dict, top: str = "W") -> list[str]:

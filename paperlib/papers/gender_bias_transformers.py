@@ -19,7 +19,8 @@ import torch
 from scipy import stats as sps
 
 from ..data import DataError, DataSource, Column, Layout, read_index, register_layout, fingerprint_real
-from ..stats import paired_tests, correct_pvalues, format_p
+from ..stats import paired_tests, correct_pvalues, format_p, bootstrap_ci, beats, equivalent
+from ..core import replicate_seeds
 from ..report import rule_outcome
 
 # %% auto #0
@@ -27,15 +28,16 @@ __all__ = ['OCCUPATIONS', 'SELECTED', 'FEMALE_SET', 'MALE_SET', 'ALL_OCCUPATIONS
            'TEMPLATES_EN', 'GENDERED_WORDS', 'GENDER_SUBJECTS', 'CONTROL_PAIRS', 'STSB_FILES', 'STSB_SV_FILES',
            'STSB_COLUMNS', 'STSB_SV_COLUMNS', 'STSB_LAYOUTS', 'STSB_SV_LAYOUTS', 'WEIGHT_FILES', 'TOKENIZER_FILES',
            'MODEL_FOLDERS', 'PRONOUNS', 'SUBJECT_PREFIX', 'T5_FORMAT', 'MT5_FORMAT', 'MT5_HP', 'SV_OCCUPATIONS',
-           'SV_UNIQUE', 'PALETTE_9', 'status_table', 'parse_templates', 'load_templates', 'article', 'subject_sentence',
-           'build_sentences', 'word_span', 'piece_index', 'contextual_embeddings', 'sim_matrix', 'extrinsic_scores',
-           'extrinsic_table', 'gender_direction', 'direction_stability', 'polarity', 'gender_wavg', 'set_contrast',
-           'read_stsb', 'read_stsb_sv', 'stsb_templates', 'check_snapshot', 'load_real_data', 'load_seq2seq',
-           'parse_score', 'seq2seq_scores', 'finetune_mt5', 'finetune_seeds', 'seed_bars', 'bars_separate',
-           'fisher_combine', 'sv_counts', 'encoding_throughput', 'fig_delta', 'word_vectors', 'intrinsic_analysis',
-           'fig3_panel', 'sv_sentences', 'pair_scores', 'nan_filled', 'separation_auc', 'sts_gate', 'pipeline_gate',
-           'split_half_agreement', 'direction_gate', 'specificity_gate', 'share_gate', 'c1_rule', 'c2_rule', 'c3_rule',
-           'c5_rule', 'c6_rule', 'c7_rule', 'c8_rule', 'c9_rule', 'relative_offset', 'status_test']
+           'SV_UNIQUE', 'PALETTE_9', 'C8_MARGIN', 'status_table', 'parse_templates', 'load_templates', 'article',
+           'subject_sentence', 'build_sentences', 'word_span', 'piece_index', 'contextual_embeddings', 'sim_matrix',
+           'extrinsic_scores', 'extrinsic_table', 'gender_direction', 'direction_stability', 'polarity', 'gender_wavg',
+           'set_contrast', 'read_stsb', 'read_stsb_sv', 'stsb_templates', 'check_snapshot', 'load_real_data',
+           'load_seq2seq', 'parse_score', 'seq2seq_scores', 'finetune_mt5', 'finetune_seeds', 'seed_bars',
+           'bars_separate', 'fisher_combine', 'sv_counts', 'encoding_throughput', 'fig_delta', 'word_vectors',
+           'intrinsic_analysis', 'fig3_panel', 'sv_sentences', 'pair_scores', 'nan_filled', 'separation_auc',
+           'sts_gate', 'pipeline_gate', 'split_half_agreement', 'direction_gate', 'specificity_gate', 'share_gate',
+           'c1_rule', 'c2_rule', 'c3_rule', 'median_spread', 'c5_rule', 'c6_rule', 'c7_rule', 'c8_rule', 'c9_rule',
+           'relative_offset', 'status_test']
 
 # %% ../../nbs/papers/gender_bias_transformers.ipynb #ae89da09
 OCCUPATIONS = ("technician accountant supervisor engineer worker educator clerk counselor inspector mechanic manager "
@@ -542,8 +544,8 @@ SV_OCCUPATIONS = ("tekniker revisor handledare ingenjör arbetare lärare kontor
 SV_UNIQUE = tuple(dict.fromkeys(SV_OCCUPATIONS))
 
 def finetune_seeds(run_seed: int, k: int = 3) -> tuple:
-    "The mT5 fine-tuning seeds of a run: the paper's 42, 43, 44 at run seed 0, disjoint blocks of k for other run seeds."
-    return tuple(42 + k * int(run_seed) + i for i in range(k))
+    "The mT5 fine-tuning seeds of a run: `k` replicate seeds of the run's own stream (`ctx.seeds(k, 'mt5_finetune')`)."
+    return tuple(replicate_seeds(int(run_seed), k, "mt5_finetune"))
 
 def seed_bars(per_seed, paper_code: bool = False) -> tuple[np.ndarray, np.ndarray]:
     "(mean, half-width) over seeds (rows) of ±2 SEM bars; SEM = s/n as in the paper's code, or s/sqrt(n)."
@@ -710,18 +712,32 @@ def c3_rule(D, alpha: float = 0.05) -> tuple[bool, str | None]:
     p = sps.wilcoxon(D, alternative="less").pvalue
     return rule_outcome([] if p < alpha else [f"one-sided Wilcoxon p = {format_p(p)} ≥ {alpha} (median D = {np.median(D):+.4f})"])
 
-def c5_rule(spread: dict) -> tuple[bool, str | None]:
-    "C5: the spread at the first (smallest) size is below the spread at every larger size (sizes in order)."
-    k = list(spread)
-    return rule_outcome([f"{b}: {spread[b]:.4f} ≤ {k[0]}: {spread[k[0]]:.4f}" for b in k[1:] if not spread[k[0]] < spread[b]])
+def median_spread(M) -> float:
+    "C5's statistic: sd over words (columns) of each word's median b over contexts (rows)."
+    return float(np.std(np.median(np.asarray(M, dtype=float), axis=-2), axis=-1, ddof=1))
 
-def c6_rule(series: dict, min_share: float = 0.5) -> tuple[bool, str | None]:
-    "C6: per series {size: |Delta| per occupation} (sizes in order), |Delta| largest > smallest for > min_share of occupations."
+def c5_rule(b_by_size: dict, words, level: float = 0.95, seed: int = 0) -> tuple[bool, str | None]:
+    """C5: {size: {word: b over contexts}} (sizes in order, the same contexts): for every larger size, the one-sided
+    `level` lower bound of spread(larger) - spread(smallest) (paired bootstrap over contexts) lies above 0."""
+    k = list(b_by_size)
+    M = {s: np.stack([np.asarray(b_by_size[s][w], dtype=float) for w in words], axis=1) for s in k}
+    fails = []
+    for b in k[1:]:
+        est, lo, _ = bootstrap_ci(lambda x, y: median_spread(y) - median_spread(x), M[k[0]], M[b], level=2 * level - 1, seed=seed)
+        if not lo > 0: fails.append(f"{b} − {k[0]}: spread difference {est:+.4f}, lower {level:.0%} bound {lo:+.4f} ≤ 0")
+    return rule_outcome(fails)
+
+def c6_rule(series: dict, level: float = 0.95, seed: int = 0) -> tuple[bool, str | None]:
+    """C6: per series {size: |Delta| per occupation} (sizes in order): more occupations grow than shrink from the smallest
+    to the largest size, `stats.beats` on sign(|Delta_largest| - |Delta_smallest|) bootstrapped over occupations (ties count 0)."""
     fails = []
     for name, by_size in series.items():
         k = list(by_size)
-        share = float(np.mean(np.asarray(by_size[k[-1]]) > np.asarray(by_size[k[0]])))
-        if not share > min_share: fails.append(f"{name}: |Δ| {k[-1]} > {k[0]} for {share:.0%} of occupations")
+        d = np.sign(np.asarray(by_size[k[-1]], dtype=float) - np.asarray(by_size[k[0]], dtype=float))
+        r = beats(d, level=level, method="bootstrap", seed=seed)
+        if not r["passed"]:
+            fails.append(f"{name}: {np.mean(d > 0):.0%} grow, {np.mean(d < 0):.0%} shrink ({k[0]} → {k[-1]}); lower bound of "
+                         f"grow − shrink {r['lower']:+.3f} ≤ 0")
     return rule_outcome(fails)
 
 def c7_rule(tab: pd.DataFrame, words=("nurse", "receptionist"), alpha: float = 0.05, q: str = "q_t") -> tuple[bool, str | None]:
@@ -730,11 +746,19 @@ def c7_rule(tab: pd.DataFrame, words=("nurse", "receptionist"), alpha: float = 0
     return rule_outcome([f"{o}: she − he = {t.loc[o, 'she_minus_he']:+.4f}, q = {format_p(t.loc[o, q])}" for o in words
                          if not (t.loc[o, "she_minus_he"] > 0 and t.loc[o, q] < alpha)])
 
-def c8_rule(sig_counts: dict) -> tuple[dict, str | None]:
-    "C8 per seed: {seed: {size: significant Swedish occupations}} -> {seed: no significant occupation at any size}."
-    out = {s: all(n == 0 for n in by_size.values()) for s, by_size in sig_counts.items()}
-    bad = [f"seed {s}: " + ", ".join(f"{k} {n}" for k, n in by_size.items() if n) for s, by_size in sig_counts.items() if not out[s]]
-    return out, ("significant Swedish occupations at " + "; ".join(bad)) if bad else None
+C8_MARGIN = 0.2     # STS points on the 0-5 scale: one step of T5's score grid, fixed before any full-profile run
+
+def c8_rule(pairs: dict, margin: float = C8_MARGIN) -> tuple[dict, str | None]:
+    """C8 per seed: {seed: {size: {word: (she scores, he scores) over templates}}} -> {seed: every word at every size has
+    she and he equivalent within ±margin (paired TOST, `stats.equivalent`)}. "No significant difference" is not evidence
+    of no difference; equivalence within a margin stated in advance is."""
+    out, bad = {}, []
+    for s, by_size in pairs.items():
+        miss = [f"{size} {w} ({equivalent(a, b, margin)['estimate']:+.3f})" for size, words in by_size.items()
+                for w, (a, b) in words.items() if not equivalent(a, b, margin)["passed"]]
+        out[s] = not miss
+        if miss: bad.append(f"seed {s}: " + ", ".join(miss[:5]) + (f" and {len(miss) - 5} more" if len(miss) > 5 else ""))
+    return out, (f"she − he not within ±{margin:g} (TOST) at " + "; ".join(bad)) if bad else None
 
 def c9_rule(intrinsic_she_lean, extrinsic_she_minus_he, alpha: float = 0.05) -> tuple[bool, str | None]:
     "C9: Spearman rho > 0 with (two-sided) p < alpha between the intrinsic and extrinsic she-lean over occupations."
