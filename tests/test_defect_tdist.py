@@ -11,6 +11,7 @@ from paperlib.papers.defect_tdist import (
     DAGM_FOLDER, PCB_FOLDER, PLAIN_FOLDER, SYNTH_TYPES, load_real_data, load_dagm, load_pcb, load_plain, read_voc_boxes,
     labelled_subset, label_pixel_ratios, ratio_stats, make_synth, k_eq5, k_eq3, gate_learned, gate_step1, gate_control,
     rule_beats, rule_low_label, rule_near_full, rule_step2_largest, rule_increasing, rule_kl_ap, adjust_nu,
+    step1_ok, on_seeds, share_gap, gate_arms_differ, gate_ma_used, rule_ablation,
     moving_average_threshold)
 
 SIDE = 64
@@ -187,7 +188,12 @@ def test_threshold_formulas():
 RULES = [
     ("gate learned", lambda: gate_learned([0.9, 0.85], [0.3, 0.3]), lambda: gate_learned([0.9, 0.75], [0.3, 0.3])),
     ("gate learned margin", lambda: gate_learned([0.9], [0.69]), lambda: gate_learned([0.9], [0.71])),
-    ("gate step1", lambda: gate_step1([0.55, 0.5]), lambda: gate_step1([0.55, 0.4])),
+    ("gate step1", lambda: gate_step1([0.55, 0.4]), lambda: gate_step1([0.45, 0.4])),
+    ("step1 per seed", lambda: step1_ok({7: 0.5})[7], lambda: step1_ok({7: 0.49})[7]),
+    ("arms differ (C6-C8 headroom)", lambda: gate_arms_differ({1: 0.12, 2: 0.1}), lambda: gate_arms_differ({1: 0.12, 2: 0.06})),
+    ("MA used (C9 headroom)", lambda: gate_ma_used({1: 1, 2: 0}, [0.2, 0.1]), lambda: gate_ma_used({1: 0, 2: 0}, [0.2, 0.1])),
+    ("ablation beats (C6-C9)", lambda: rule_ablation({1: 0.8, 2: 0.7, 3: 0.75}, {1: 0.7, 2: 0.62, 3: 0.66})["passed"],
+     lambda: rule_ablation({1: 0.8, 2: 0.7, 3: 0.75}, {1: 0.7, 2: 0.72, 3: 0.66})["passed"]),
     ("gate control", lambda: gate_control([0.74], [0.70]), lambda: gate_control([0.76], [0.70])),
     ("beats", lambda: rule_beats(0.51, 0.5), lambda: rule_beats(0.5, 0.51)),
     ("low label (C2/C3)", lambda: rule_low_label({0.05: 0.6, 0.1: 0.7}, {0.05: 0.5, 0.1: 0.6}, (0.05, 0.1)),
@@ -204,3 +210,11 @@ RULES = [
 @pytest.mark.parametrize("name,holds,fails", RULES, ids=[r[0] for r in RULES])
 def test_rules(name, holds, fails):
     assert holds() is True and fails() is False
+
+
+def test_identical_arms_are_not_a_win_and_decided_seeds_are_kept():
+    same = {1: 0.56, 2: 0.61, 3: 0.7}
+    assert rule_ablation(same, same)["passed"] is False                 # a tie never passes
+    assert rule_ablation({1: 0.8}, {1: 0.5})["passed"] is None          # one seed: no interval
+    assert on_seeds({1: True, 2: False, 3: True}, {1: True, 2: False, 3: False}) == {1: True}
+    assert share_gap([0.02, 0.03], [0.02, 0.03], 0.01) == 0.0

@@ -80,6 +80,17 @@ def test_claim_rules_pass_and_fail():
     assert sf.transfer_richer(40, 6)[0] and not sf.transfer_richer(10, 6)[0]
     assert sf.experts_ranked_high(13, 14, 14)[0] and not sf.experts_ranked_high(8, 14, 14)[0]
     assert sf.pseudo_label_sanity(50, 150, 0.02)[0] and not sf.pseudo_label_sanity(4, 150, 0.02)[0]
+    # headroom: the paper-sized plain F1s pass, a saturated proxy does not
+    assert sf.has_headroom({"Google": [0.33, 0.30], "Amazon": [0.27]}, sf.F1_CEILING)
+    assert not sf.has_headroom({"Google": [0.99, 0.98], "Amazon": [0.5]}, sf.F1_CEILING) and not sf.has_headroom({}, 0.8)
+    # C8/C9 on stats.not_worse with the margin 0.02: close arms pass, noise or a shortfall does not, one seed decides nothing
+    close = {t: [0.004, -0.002, 0.001] for t in "abcd"}
+    assert sf.small_data_matches(close, close)[0] is True
+    assert sf.small_data_matches({t: [-0.05, -0.04, -0.06] for t in "abcd"}, close)[0] is False
+    assert sf.small_data_matches(close, {t: [0.03, -0.04, 0.02] for t in "abcd"})[0] is False
+    assert sf.small_data_matches({"a": [0.0]}, {"a": [0.0]})[0] is None
+    assert sf.mechanism_holds([0.3, 0.2, 0.25], [0.0, 0.01, 0.02])["passed"] is True
+    assert sf.mechanism_holds([0.1, 0.0, 0.05], [0.1, 0.0, 0.05])["passed"] is False
 
 def test_tag_words_are_single_pieces_and_salient_is_not():
     from paperlib.text import load_wordpiece, is_single_piece

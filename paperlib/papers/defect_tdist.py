@@ -17,19 +17,20 @@ import torch
 from ..data import Column, Layout, DataError, DataSource, read_table, register_layout, fingerprint_real
 from ..segment import (UNet, rot4, fit_segmenter, predict_proba, connected_regions, region_areas,
                               detection_metrics, best_f1_threshold)
-from ..stats import critical_value, mean_ci, topk_threshold, paired_tests
+from ..stats import critical_value, mean_ci, topk_threshold, paired_tests, beats
 
 # %% auto #0
 __all__ = ['TEXTURES', 'DEFECTS', 'MODES', 'SYNTH_TYPES', 'MAIN_TYPE', 'CALIBRATION', 'DAGM_FOLDER', 'PCB_FOLDER', 'PLAIN_FOLDER',
            'DAGM_CLASSES', 'PCB_TYPES', 'PCB_TEST_SHARE', 'DAGM_COLUMNS', 'PLAIN_COLUMNS', 'DAGM_LAYOUT',
            'PLAIN_LAYOUT', 'RATIO_UNITS', 'EQ5_VARIANTS', 'MA_WEIGHTS', 'THRESHOLD_RULES', 'METHODS', 'ABLATIONS',
-           'LEARNED_AP', 'LEARNED_MARGIN', 'STEP1_PSEUDO_AP', 'CONTROL_GAIN', 'FULL_TOL', 'ALPHA', 'DefectType',
-           'texture_image', 'background', 'defect_count', 'synth_image', 'type_seed', 'make_synth', 'read_image',
-           'resize_image', 'load_dagm', 'read_voc_boxes', 'load_pcb', 'load_plain', 'load_real_data', 'Budget',
-           'labelled_subset', 'train_step1', 'label_pixel_ratios', 'ratio_stats', 'k_eq3', 'k_eq5', 'k_eq6',
+           'LEARNED_AP', 'LEARNED_MARGIN', 'STEP1_PSEUDO_AP', 'ARMS_DIFFER', 'CONTROL_GAIN', 'FULL_TOL', 'ALPHA',
+           'DefectType', 'texture_image', 'background', 'defect_count', 'synth_image', 'type_seed', 'make_synth',
+           'read_image', 'resize_image', 'load_dagm', 'read_voc_boxes', 'load_pcb', 'load_plain', 'load_real_data',
+           'Budget', 'labelled_subset', 'train_step1', 'label_pixel_ratios', 'ratio_stats', 'k_eq3', 'k_eq5', 'k_eq6',
            'moving_average_threshold', 'adjust_nu', 'PLConfig', 'region_ratio_kl', 'pseudo_label', 'evaluate',
-           'gate_learned', 'gate_step1', 'gate_control', 'rule_beats', 'rule_low_label', 'rule_near_full',
-           'rule_step2_largest', 'rule_increasing', 'rule_kl_ap']
+           'gate_learned', 'step1_ok', 'gate_step1', 'on_seeds', 'share_gap', 'gate_arms_differ', 'gate_ma_used',
+           'rule_ablation', 'gate_control', 'rule_beats', 'rule_low_label', 'rule_near_full', 'rule_step2_largest',
+           'rule_increasing', 'rule_kl_ap']
 
 # %% ../../nbs/papers/defect_tdist.ipynb #4b67cb6a
 TEXTURES = ("brick", "grass", "gravel", "procedural")
@@ -498,6 +499,7 @@ METHODS = {c.name: c for c in (
     PLConfig("Eq. 6", rule="eq6"),
     PLConfig("No MA", moving_average=False),
     PLConfig("Fixed 0.5 PL", rule="fixed", moving_average=False, adaptive=False, skip_empty=False, cap=False),
+    PLConfig("Fixed 0.5 PL + fix", rule="fixed", moving_average=False, adaptive=False),
     PLConfig("Self-training", refresh=False, use_labelled=False),
     PLConfig("CCT-lite", pseudo=False, consistency=1.0),
     PLConfig("CCT-lite + Pseudo", refresh=False, consistency=1.0),
@@ -621,7 +623,8 @@ def evaluate(model: UNet, Xl, Yl, Xte, Yte, own_gamma: float | None = None, keep
 
 # %% ../../nbs/papers/defect_tdist.ipynb #1229dcca
 LEARNED_AP, LEARNED_MARGIN = 0.8, 0.2      # gate "learned": supervised-100% AP and its margin over the trivial detector
-STEP1_PSEUDO_AP = 0.5                      # gate "step1": first pseudo labels' AP against the hidden labels
+STEP1_PSEUDO_AP = 0.5                      # gate "step1": the Step-1 model's AP on D_u's hidden labels, per seed
+ARMS_DIFFER = 0.1                          # headroom gates of C6-C9: the two arms' pseudo-pixel shares differ by >= 0.1 mu
 CONTROL_GAIN = 0.05                        # gate "control": continued supervised training gains less than this AP
 FULL_TOL = 0.05                            # claim 1: AP(DAP-SDD, 10%) >= AP(supervised, 100%) - FULL_TOL
 ALPHA = 0.05
@@ -631,10 +634,41 @@ def gate_learned(ap_full, ap_trivial, level: float = LEARNED_AP, margin: float =
     a, t = np.asarray(ap_full, float), np.asarray(ap_trivial, float)
     return bool(len(a) > 0 and (a >= level).all() and (a >= t + margin).all())
 
-def gate_step1(pseudo_ap_first, level: float = STEP1_PSEUDO_AP) -> bool:
-    "Mean AP of the first pseudo labels against the hidden labels >= level."
-    x = np.asarray(pseudo_ap_first, float)
-    return bool(len(x) > 0 and np.nanmean(x) >= level)
+def step1_ok(ap_u: dict, level: float = STEP1_PSEUDO_AP) -> dict:
+    "{seed: the Step-1 (supervised) model's AP on the unlabelled images' hidden labels >= level} from {seed: AP}."
+    return {s: bool(np.isfinite(v) and v >= level) for s, v in ap_u.items()}
+
+def gate_step1(ap_u, level: float = STEP1_PSEUDO_AP) -> bool:
+    "Gate step1: the Step-1 model is decent at one seed at least (the claims are decided on those seeds only)."
+    x = np.asarray(list(ap_u.values()) if isinstance(ap_u, dict) else ap_u, float)
+    return bool(len(x) > 0 and (x >= level).any())
+
+def on_seeds(outcomes: dict, ok: dict) -> dict:
+    "The per-seed `outcomes` restricted to the seeds where `ok` holds (all of them when none does: the gate then fails)."
+    kept = {s: v for s, v in outcomes.items() if ok.get(s)}
+    return kept or dict(outcomes)
+
+def share_gap(share_a, share_b, mu: float) -> float:
+    "Largest gap, over the iterations, between two arms' pseudo-pixel shares on D_u, in units of the mean label share mu."
+    a, b = np.asarray(share_a, float), np.asarray(share_b, float)
+    if a.shape != b.shape or a.size == 0: raise ValueError(f"share_gap: the arms need the same iterations, got {a.size} and {b.size}")
+    return float(np.max(np.abs(a - b)) / mu)
+
+def gate_arms_differ(gaps, margin: float = ARMS_DIFFER) -> bool:
+    "Headroom: the ablated mechanism changed the pseudo labels, mean over seeds of `share_gap` >= margin."
+    g = np.asarray(list(gaps.values()) if isinstance(gaps, dict) else gaps, float)
+    return bool(len(g) > 0 and np.isfinite(g).all() and g.mean() >= margin)
+
+def gate_ma_used(ma_chosen, gaps, margin: float = ARMS_DIFFER) -> bool:
+    "Headroom of C9: the moving-average threshold was chosen in >= 1 iteration at some seed, and the arms differ."
+    n = list(ma_chosen.values()) if isinstance(ma_chosen, dict) else list(ma_chosen)
+    return bool(any(int(c) >= 1 for c in n) and gate_arms_differ(gaps, margin))
+
+def rule_ablation(full: dict, variant: dict, level: float = 0.95) -> dict:
+    "C6-C9: full DAP-SDD beats the variant: one-sided t lower bound of the mean paired AP difference over seeds > 0."
+    seeds = [s for s in full if s in variant]
+    if not seeds: return dict(passed=None, n=0, estimate=float("nan"), lower=float("nan"))
+    return beats([full[s] - variant[s] for s in seeds], 0.0, level=level, method="t")
 
 def gate_control(ap_continued, ap_step1, max_gain: float = CONTROL_GAIN) -> bool:
     "Negative control: continuing Step 1 on D_l alone gains < max_gain AP on average."

@@ -21,7 +21,7 @@ from ..fairness import (OVERALL, subgroup_upstream, subgroup_downstream, subgrou
                                worst_group, fit_predict, CLASSIFIERS, imbalanced_counts, ratio_counts, take_counts,
                                check_shares, draw_attribute, class_tilted_shares, oversample_groups,
                                DomainIndependentLR, attribute_probe, xi_network, decorrelation, paired_difference)
-from ..stats import correct_pvalues
+from ..stats import correct_pvalues, not_worse
 from ..report import rule_outcome
 
 # %% auto #0
@@ -31,18 +31,18 @@ __all__ = ['METHODS', 'LOSS_PARAMS', 'MINER_PARAMS', 'LOSS_LR', 'GAP_RULE_CLASS'
            'CELEBA_MARKS', 'LFW_RACES', 'LFW_ATTRS', 'PRIMARY', 'ITA_BINS', 'NORM', 'PAPER_T1', 'PAPER_T10', 'PAPER_T7',
            'PAPER_T9', 'PAPER_T6', 'PAPER_T11', 'PAPER_T8', 'PAPER_T2A', 'PAPER_T2B', 'PAPER_T16', 'PAPER_T14',
            'PAPER_T18', 'PAPER_T19', 'PAPER_T13_OVERALL', 'PAPER_T17', 'PAPER_T20', 'PAPER_T13', 'PAPER_T12',
-           'PAPER_T21', 'PAPER_PREVALENCE', 'PAPER_PREVALENCE_NAMES', 'method_spec', 'mlp_backbone', 'cnn_backbone',
-           'ParadeNet', 'ParadeResult', 'train_parade', 'gap_rows', 'thickness', 'render', 'digits_halves',
-           'minority_classes', 'training_counts', 'make_attribute', 'render_attribute', 'ClassBench', 'AttrBench',
-           'digits_class_bench', 'digits_attr_bench', 'evaluate_model', 'embed_attribute', 'class_groups',
-           'run_class_job', 'run_attr_job', 'read_table_after', 'load_cub', 'table_files', 'load_cars', 'ita_category',
-           'patch_ita', 'load_celeba', 'load_lfw', 'load_images', 'image_input', 'crop_flip', 'split_within_classes',
-           'control_per_class', 'subsample_classes', 'Bottleneck', 'ResNet50', 'load_resnet50', 'gap_for_present',
-           'real_model_fn', 'real_class_bench', 'real_attr_bench', 'make_jobs', 'mean_sd', 'pick', 'knn_purity',
-           'tsne_sample', 'chance_r1', 'gate_learned', 'gate_control', 'gate_gap_exists', 'gate_sa_learned',
-           'paired_family', 'leave_one_seed_out', 'fragile', 'rule_c1', 'rule_c2', 'trend_test', 'rule_c4', 'rule_c4b',
-           'rule_c5', 'rule_all_significant', 'rule_share_significant', 'rule_direction', 'rule_lenient',
-           'rule_probe_lower', 'rule_c10']
+           'PAPER_T21', 'PAPER_PREVALENCE', 'PAPER_PREVALENCE_NAMES', 'NOT_REDUCED_MARGIN', 'C10_MARGIN', 'method_spec',
+           'mlp_backbone', 'cnn_backbone', 'ParadeNet', 'ParadeResult', 'train_parade', 'gap_rows', 'thickness',
+           'render', 'digits_halves', 'minority_classes', 'training_counts', 'make_attribute', 'render_attribute',
+           'ClassBench', 'AttrBench', 'digits_class_bench', 'digits_attr_bench', 'evaluate_model', 'embed_attribute',
+           'class_groups', 'run_class_job', 'run_attr_job', 'read_table_after', 'load_cub', 'table_files', 'load_cars',
+           'ita_category', 'patch_ita', 'load_celeba', 'load_lfw', 'load_images', 'image_input', 'crop_flip',
+           'split_within_classes', 'control_per_class', 'subsample_classes', 'Bottleneck', 'ResNet50', 'load_resnet50',
+           'gap_for_present', 'real_model_fn', 'real_class_bench', 'real_attr_bench', 'make_jobs', 'mean_sd', 'pick',
+           'knn_purity', 'tsne_sample', 'chance_r1', 'gate_learned', 'gate_control', 'gate_gap_exists',
+           'gate_sa_learned', 'paired_family', 'leave_one_seed_out', 'fragile', 'rule_c1', 'rule_c2', 'trend_test',
+           'rule_c4', 'rule_c4b', 'rule_c5', 'c5_implied_ratio', 'rule_all_significant', 'rule_share_significant',
+           'rule_direction', 'rule_not_reduced', 'rule_lenient', 'rule_probe_lower', 'rule_c10']
 
 # %% ../../nbs/papers/findml_parade.ipynb #4b67cb6a
 METHODS = {
@@ -1015,8 +1015,14 @@ def rule_c4b(gap_40_60: dict, gap_50_50: dict, alpha: float = 0.05) -> tuple[boo
                          for k, pa in zip(keys, p_adj) if not (np.mean(gap_40_60[k]) > np.mean(gap_50_50[k]) and pa < alpha)])
 
 def rule_c5(r1_drop: float, gap_increase: float) -> bool:
-    "C5: the mean drop of overall R@1 is smaller than the mean increase of the R@1 gap."
+    "C5 (reported, not counted): the mean drop of overall R@1 is smaller than the mean increase of the R@1 gap."
     return bool(r1_drop < gap_increase)
+
+def c5_implied_ratio(minority_share: float) -> float:
+    """With overall R@1 the query-weighted mean of the two groups (minority query share w), 'drop < gap increase' holds iff
+    the minority's R@1 loss exceeds (2 - w) / (1 - w) times the majority's: implied by a gap increase whenever the majority does not lose."""
+    if not 0 < minority_share < 1: raise ValueError(f"minority_share must be in (0, 1), got {minority_share}")
+    return (2 - minority_share) / (1 - minority_share)
 
 def rule_all_significant(p_adj: dict, alpha: float = 0.05) -> tuple[bool, str | None]:
     "Every corrected p-value is below alpha."
@@ -1027,12 +1033,18 @@ def rule_share_significant(p_adj: dict, share: float = 0.75, alpha: float = 0.05
     ok = sum(v < alpha for v in p_adj.values())
     return rule_outcome([] if p_adj and ok >= share * len(p_adj) else [f"{ok} of {len(p_adj)} significant (need {share:.0%})"])
 
+NOT_REDUCED_MARGIN = 0.02   # C7-LFW: "does not reduce the gap" tolerates a reduction below the paper's balanced-gap size
+C10_MARGIN = 0.01           # C10: "PARADE costs utility" tolerates an R@1 gain below 0.01 (fixed with the first version of C10)
+
 def rule_direction(mean_diff: float, p: float, expect: str, alpha: float = 0.05) -> bool:
-    "'less' / 'greater': the mean difference goes that way with one-sided p < alpha; 'not_less': no significant decrease."
+    "'less' / 'greater': the mean difference goes that way with one-sided p < alpha (a tie never passes)."
     if expect == "less": return bool(mean_diff < 0 and p < alpha)
     if expect == "greater": return bool(mean_diff > 0 and p < alpha)
-    if expect == "not_less": return not (mean_diff < 0 and p < alpha)
-    raise ValueError(f"unknown direction {expect!r}; valid: less, greater, not_less")
+    raise ValueError(f"unknown direction {expect!r}; valid: less, greater (use rule_not_reduced for 'does not reduce')")
+
+def rule_not_reduced(d, margin: float = NOT_REDUCED_MARGIN) -> dict:
+    "C7-LFW: PARADE's gap is not smaller than the standard model's by `margin` or more: stats.not_worse on d = PARADE - standard gap."
+    return not_worse(np.asarray(d, float), margin)
 
 def rule_lenient(mean_diff: float, p_two_sided: float, expect: str, alpha: float = 0.05) -> bool:
     "The lenient reading: the paper's direction, or no significant difference either way."
@@ -1045,6 +1057,8 @@ def rule_probe_lower(diffs: dict, alpha: float = 0.05) -> tuple[bool, str | None
     return rule_outcome([f"{b}: probe difference {d:+.3f}, p_adj {p:.3g}" for b, (d, p) in diffs.items()
                          if not rule_direction(d, p, "less", alpha)])
 
-def rule_c10(parade_r1: float, standard_r1: float, tol: float = 0.01) -> bool:
-    "C10: PARADE's overall R@1 is not above the standard model's by more than tol."
-    return bool(parade_r1 <= standard_r1 + tol)
+def rule_c10(parade_r1, standard_r1, margin: float = C10_MARGIN) -> dict:
+    "C10 on one benchmark: PARADE does not raise overall R@1 by `margin` or more: stats.not_worse on standard - PARADE, paired by seed."
+    p, s = np.asarray(parade_r1, float), np.asarray(standard_r1, float)
+    if p.shape != s.shape: raise ValueError(f"rule_c10: PARADE and standard need the same seeds, got {p.size} and {s.size}")
+    return not_worse(s - p, margin)
