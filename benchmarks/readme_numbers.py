@@ -29,7 +29,8 @@ def seconds(run: dict) -> str:
     "A run's wall time, marked as loaded when the machine's 1-minute load average exceeded 0.5 when it started."
     s = f"{run['wall_s']:.0f} s"
     load = run.get("load_before")
-    return s if load is None or load <= 0.5 else f"{s} (load {load:.1f})"
+    if load is None: return f"{s} (loaded)" if run.get("loaded") else s
+    return s if load <= 0.5 else f"{s} (load {load:.1f})"
 
 def same_or_list(values: list[str]) -> str:
     return f"{values[0]} at every seed" if len(set(values)) == 1 and len(values) > 1 else " · ".join(values)
@@ -44,7 +45,7 @@ def paper_row(slug: str, rec: dict, budgets: dict, contention: dict, before: dic
     first = runs[0]
     checks = first.get("checks") or {}
     n_checks = sum(checks.get(v, 0) for v in ORDER)
-    moving = ", ".join(rec.get("moving") or {}) or "none"
+    moving = ", ".join(sorted(rec.get("moving") or {}, key=lambda c: (len(c), c))) or "none"
     return (f"| `{slug}` | {seconds(first)} | {', '.join(seconds(r) for r in runs[1:]) or '—'} | {budget} "
             f"| {same_or_list([tally(r.get('counts')) for r in runs])} | {first.get('tested') or '—'} "
             f"| {n_checks} ({checks.get('reproduced', 0)} hold) | {moving} | {f'{slow:.2f}x' if slow else 'not measured'} | {old} |")
@@ -54,7 +55,7 @@ def block() -> str:
     contention = _load("contention.json").get("papers", {})
     records = {p.stem: json.loads(p.read_text()) for p in sorted((BENCH / "papers").glob("*.json"))}
     slugs = list(budgets) + sorted(set(records) - set(budgets))
-    when = sorted({r["machine"]["when"][:10] for r in records.values()})
+    when = sorted({r["machine"]["when"][:10] for r in records.values() if r.get("machine", {}).get("when")})
     head = ("| paper | smoke, seed 0 | seeds 1, 2 | budget | effect claims, seeds 0 / 1 / 2 (R / NR / I / NC, + informational) "
             "| tested on this data (seed 0) | checks of our code (seed 0) | claims that move with the seed | beside 2 busy processes "
             "| before issue 27 (as the README showed it) |\n|---|---|---|---|---|---|---|---|---|---|")
