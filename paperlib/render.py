@@ -208,7 +208,10 @@ def gates_html(gates: list[dict]) -> str:
     items = "".join(f'<li><span class="{"gate-ok" if g.get("passed") else "gate-bad"}">'
                     f'{"held" if g.get("passed") else ("not checked" if g.get("passed") is None else "FAILED")}</span> '
                     f'<b>{esc(g.get("id"))}</b> ({esc(g.get("kind"))}): {esc(g.get("text"))} — <span class="nc">{esc(g.get("rule"))}'
-                    f'{" · ours: " + esc(format_value(g.get("ours"))) if g.get("ours") is not None else ""}</span></li>' for g in gates)
+                    f'{" · ours: " + esc(format_value(g.get("ours"))) if g.get("ours") is not None else ""}</span>'
+                    + (f' <span class="nc">— {esc(g["reason"])}</span>' if g.get("reason") else "")
+                    + (f'<div class="post-hoc">changed after results were seen: {esc(g["post_hoc"])}</div>' if g.get("post_hoc") else "")
+                    + '</li>' for g in gates)
     return f'<div class="gates"><b>Gates</b> (preconditions of the claims that name them):<ul>{items}</ul></div>'
 
 def data_banner(data: dict | None) -> str:
