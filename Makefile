@@ -48,9 +48,9 @@ seed-stability: $(STAMP)
 numbers:
 	$(PY) benchmarks/readme_numbers.py
 
-# every paper twice with the same seed: byte-identical tables (the test suite checks the cheapest paper only)
+# every paper twice with the same seed, --jobs 1 and --jobs 2, smoke: byte-identical tables, the same verdicts (DET_PROFILE=ci for seconds)
 check-determinism: $(STAMP)
-	$(BIN)/python benchmarks/determinism.py --profile $(or $(DET_PROFILE),ci)
+	$(BIN)/python benchmarks/determinism.py --profile $(or $(DET_PROFILE),smoke)
 
 clean-reports:
 	rm -rf reports/*/ reports/.staging reports/.failed reports/.trash reports/index.html reports/status.json

@@ -155,12 +155,30 @@ def compute_threads(n: int | None):
 # %% ../nbs/00_core.ipynb #59d89afa
 _JOBS: tuple | None = None
 
+def _job_seeds(n: int) -> list[int]:
+    "The global generators' seeds for `n` jobs: from the caller's torch seed and each job's index, not from the worker."
+    import torch
+    return [int(s.generate_state(1)[0]) for s in np.random.SeedSequence(torch.initial_seed()).spawn(n)]
+
+@contextlib.contextmanager
+def _kept_generators():
+    "Restore python's, numpy's and torch's global generators on leaving, as a forked worker leaves its parent's."
+    import torch
+    states = random.getstate(), np.random.get_state(), torch.get_rng_state()   # torch's holds its seed too
+    try: yield
+    finally:
+        random.setstate(states[0]); np.random.set_state(states[1]); torch.set_rng_state(states[2])
+
+def _call(fn, items, seeds, i):
+    seed_everything(seeds[i])
+    return fn(items[i])
+
 def _run_job(i: int):
     import io
-    fn, items = _JOBS
+    fn, items, seeds = _JOBS
     set_pool_threads(1)
     buf = io.StringIO()
-    with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf): result = fn(items[i])
+    with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf): result = _call(fn, items, seeds, i)
     return result, buf.getvalue()
 
 def parallel_map(fn, items, workers: int | None = 1) -> list:
@@ -168,12 +186,13 @@ def parallel_map(fn, items, workers: int | None = 1) -> list:
     global _JOBS
     import torch
     items = list(items)
-    workers = max(1, min(int(workers or 1), len(items)))
+    workers, seeds = max(1, min(int(workers or 1), len(items))), _job_seeds(len(items))
     if workers == 1 or not hasattr(os, "fork") or torch.cuda.is_initialized():
-        with compute_threads(1): return [fn(x) for x in items]     # one thread, as in a worker: the same floats
+        with compute_threads(1), _kept_generators():     # one thread and fresh generators, as in a worker
+            return [_call(fn, items, seeds, i) for i in range(len(items))]
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
-    _JOBS = (fn, items)
+    _JOBS = (fn, items, seeds)
     # an executor, not a Pool: a worker killed (out of memory, a signal) is an error here, not a hang
     ex = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
     try:

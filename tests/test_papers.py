@@ -1,7 +1,8 @@
 """Every paper notebook, executed end to end by papermill in the `ci` profile: it must succeed, write the run
 contract's artefacts, give every claim a valid verdict, and its report must say which data it used before any result.
-Every paper runs once (two at a time); the cheapest one runs a second time to check that the same seed gives
-byte-identical tables. `make check-determinism` (benchmarks/determinism.py) reruns every paper."""
+Every paper runs twice with the same seed, two at a time (one thread each) and one at a time (every core's thread):
+the tables must be byte-identical and the verdicts the same. `make check-determinism` (benchmarks/determinism.py)
+does the same in the smoke profile."""
 import importlib, json
 from pathlib import Path
 
@@ -54,17 +55,28 @@ def test_paper_runs_in_ci_profile(ci_runs, slug):
     assert 0 <= body.find("Data: ") < first_result, "the report says which data it used before any result"
     assert 0 <= body.find("claims tested on this data") < first_result
 
-def test_same_seed_same_tables(ci_runs):
-    "The cheapest paper, run again with the same seed, writes byte-identical tables."
-    reports, first = ci_runs
-    slug = min((r for r in first.values() if r.status == "ok"), key=lambda r: r.seconds).slug
-    before = {p.name: p.read_bytes() for p in (reports / slug).glob("*.csv")}
-    again = {r.slug: r for r in reproduce([slug], profile="ci", force=True, root=REPO, reports=reports, log=print)}
-    assert again[slug].status == "ok", again[slug].error
-    after = {p.name: p.read_bytes() for p in (reports / slug).glob("*.csv")}
-    assert after.keys() == before.keys()
-    differ = [n for n in after if after[n] != before[n]]
-    assert not differ, f"{slug}: same seed, profile and machine gave different bytes in {differ}"
+@pytest.fixture(scope="module")
+def ci_runs_one_at_a_time(ci_runs, tmp_path_factory):
+    "Every paper again, same seed, one notebook at a time with every core's thread (the first batch: two, one each)."
+    reports = tmp_path_factory.mktemp("reports_jobs1")
+    return reports, {r.slug: r for r in reproduce(PAPERS, profile="ci", jobs=1, root=REPO, reports=reports, log=print)}
+
+def _tables_and_verdicts(folder):
+    saved = json.loads((folder / "claims.json").read_text())
+    return ({p.name: p.read_bytes() for p in sorted(folder.glob("*.csv"))},
+            {c["id"]: c["verdict"] for c in saved["claims"]}, {g["id"]: g["passed"] for g in saved["gates"]})
+
+@pytest.mark.parametrize("slug", PAPERS)
+def test_same_seed_same_tables_whatever_the_thread_split(ci_runs, ci_runs_one_at_a_time, slug):
+    """Issue 27: the same seed gives byte-identical tables and the same verdicts and gates with `--jobs 2` (two
+    notebooks at once, one thread each, on a loaded machine) and `--jobs 1` (one notebook, every core's thread)."""
+    (rep2, first), (rep1, again) = ci_runs, ci_runs_one_at_a_time
+    assert first[slug].status == "ok" and again[slug].status == "ok", (first[slug].error, again[slug].error)
+    (t2, v2, g2), (t1, v1, g1) = _tables_and_verdicts(rep2 / slug), _tables_and_verdicts(rep1 / slug)
+    assert t1.keys() == t2.keys() and t1
+    differ = [n for n in t1 if t1[n] != t2[n]]
+    assert not differ, f"{slug}: the same seed gave different bytes in {differ} with --jobs 1 and --jobs 2"
+    assert v1 == v2 and g1 == g2
 
 @pytest.mark.parametrize("slug", PAPERS)
 def test_parameters_cell_is_the_contract(slug):
