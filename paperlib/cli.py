@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys, time, signal, argparse, contextlib, faulthandler
 from pathlib import Path
 
-from .core import PROFILES, RunParams, read_settings, check_number
+from .core import PROFILES, RunParams, read_settings, check_number, CALIBRATION_SEED
 from .collection import collection_rows, new_paper
 from .runner import reproduce, summary, format_table, write_index, tally_text
 
@@ -37,6 +37,9 @@ def parser() -> argparse.ArgumentParser:
                            type=_number("--seed", minimum=0) if name == "seed" else str)
     r.add_argument("--jobs", "-j", type=_number("--jobs", minimum=1),
                    help="notebooks run at once on this machine; cores are divided between them (local executor)")
+    r.add_argument("--calibrate", action="store_true",
+                   help="a blinded calibration run: gates, plan and training curves shown, every claim's outcome withheld; "
+                        f"seeds from {CALIBRATION_SEED} up (default {CALIBRATION_SEED}), reports under <reports>/calibration/")
     r.add_argument("--force", action="store_true", help="rerun even when nothing that determines the result changed")
     r.add_argument("--timeout", type=_number("--timeout", float, above=0), help="seconds allowed per notebook")
     r.add_argument("--executor", default="local", help="local (this machine, default) or dask (a Dask cluster)")
@@ -100,7 +103,7 @@ def main(argv=None) -> int:
             from paperlib.site import build_site  # nbconvert is imported only when a site is built
             print(build_site(Path(args.out), Path(args.reports) if args.reports else None)); return 0
         runs = reproduce(args.papers, jobs=args.jobs, force=args.force, timeout=args.timeout, executor=args.executor,
-                         scheduler=args.scheduler, **{k: getattr(args, k) for k in RUN_OPTION_HELP})
+                         scheduler=args.scheduler, blind=args.calibrate or None, **{k: getattr(args, k) for k in RUN_OPTION_HELP})
     except (ValueError, TypeError, FileNotFoundError, FileExistsError, ImportError, ConnectionError, TimeoutError) as e:
         print(f"paperlib: error: {e}", file=sys.stderr); return 2
     except KeyboardInterrupt as e:
@@ -108,7 +111,7 @@ def main(argv=None) -> int:
         print(f"paperlib: interrupted ({why}); reports that were being written were discarded, the last good ones kept", file=sys.stderr)
         return 130
     print("\n" + summary(runs))
-    print(f"\nindex: {read_settings()['reports'] / 'index.html'}")
+    print(f"\nindex: {read_settings()['reports'] / ('calibration' if args.calibrate else '') / 'index.html'}")
     return 0 if all(r.status in ("ok", "cached") for r in runs) else 1
 
 # %% ../nbs/08_cli.ipynb #2fa33431

@@ -12,10 +12,10 @@ from importlib import metadata
 import numpy as np
 
 # %% auto #0
-__all__ = ['PROFILES', 'SETTINGS_DEFAULTS', 'THREAD_ENV', 'KEY_PACKAGES', 'project_root', 'check_profile', 'by_profile',
-           'check_number', 'RunParams', 'read_settings', 'resolve_device', 'seed_everything', 'set_pool_threads',
-           'pool_threads', 'compute_threads', 'parallel_map', 'package_versions', 'git_state', 'provenance',
-           'replicate_seeds', 'RunContext']
+__all__ = ['PROFILES', 'CALIBRATION_SEED', 'SETTINGS_DEFAULTS', 'THREAD_ENV', 'KEY_PACKAGES', 'project_root', 'check_profile',
+           'by_profile', 'check_number', 'RunParams', 'read_settings', 'resolve_device', 'seed_everything',
+           'set_pool_threads', 'pool_threads', 'compute_threads', 'parallel_map', 'package_versions', 'git_state',
+           'provenance', 'replicate_seeds', 'RunContext']
 
 # %% ../nbs/00_core.ipynb #bde6a852
 def project_root(start: str | Path | None = None) -> Path:
@@ -54,6 +54,8 @@ def check_number(value, name: str, kind: type = int, minimum: float | None = Non
     return v
 
 # %% ../nbs/00_core.ipynb #969dca9e
+CALIBRATION_SEED = 1_000_000     # evaluation seeds lie below it, calibration seeds at or above it
+
 @dataclass(frozen=True)
 class RunParams:
     "The parameters of one run of a paper notebook: the one definition of the parameters cell."
@@ -63,10 +65,20 @@ class RunParams:
     data_root: str | None = None
     out_dir: str | None = None
     threads: int | None = None
+    blind: bool = False
 
     def __post_init__(self):
         check_profile(self.profile)
         object.__setattr__(self, "seed", check_number(self.seed, "seed", minimum=0))
+        if not isinstance(self.blind, (bool, np.bool_)):
+            raise ValueError(f"blind: {self.blind!r}; valid: True (a blinded calibration run) or False")
+        object.__setattr__(self, "blind", bool(self.blind))
+        if self.blind and self.seed < CALIBRATION_SEED:
+            raise ValueError(f"seed {self.seed} is an evaluation seed: a blinded calibration run takes a seed of at least "
+                             f"{CALIBRATION_SEED}, apart from every seed that decides a verdict")
+        if not self.blind and self.seed >= CALIBRATION_SEED:
+            raise ValueError(f"seed {self.seed} is a calibration seed (at least {CALIBRATION_SEED}): an evaluation run "
+                             f"takes a seed from 0 to {CALIBRATION_SEED - 1}; calibrate with blind=True (--calibrate)")
         if self.threads is not None: object.__setattr__(self, "threads", check_number(self.threads, "threads", minimum=1))
         if not isinstance(self.device, str) or not self.device:
             raise ValueError(f"device: {self.device!r}; valid: auto, cpu, cuda, cuda:N, mps")
@@ -262,6 +274,7 @@ class RunContext:
     data_root: Path | None
     out_dir: Path
     threads: int
+    blind: bool = False          # a blinded calibration run: claims are recorded without their outcomes
     started: float = field(default_factory=time.time)
     timings: dict = field(default_factory=dict)
 
@@ -283,7 +296,7 @@ class RunContext:
         # CUDA cannot be used in a forked child, nor autograd after a fork: starting CUDA now makes parallel_map run
         # every job in this process (it forks only while CUDA is uninitialised), as a GPU run wants anyway
         if device.startswith("cuda"): import torch; torch.cuda.init()
-        return cls(slug, p.profile, p.seed, device, data_root, out_dir, p.threads or os.cpu_count() or 1)
+        return cls(slug, p.profile, p.seed, device, data_root, out_dir, p.threads or os.cpu_count() or 1, p.blind)
 
     def pick(self, ci, smoke, full):
         "The value for this run's profile."
@@ -319,4 +332,4 @@ class RunContext:
     @property
     def params(self) -> dict:
         return dict(profile=self.profile, seed=self.seed, device=self.device, threads=self.threads,
-                    data_root=str(self.data_root) if self.data_root else None)
+                    data_root=str(self.data_root) if self.data_root else None, blind=self.blind)

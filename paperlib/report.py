@@ -15,8 +15,9 @@ from .core import RunContext, provenance
 
 # %% auto #0
 __all__ = ['REPRODUCED', 'NOT_REPRODUCED', 'INCONCLUSIVE', 'NOT_CHECKABLE', 'INFORMATIONAL', 'COUNTED', 'VERDICTS',
-           'RULE_SOURCES', 'CLAIM_KINDS', 'GATE_KINDS', 'artefact_name', 'to_jsonable', 'write_json', 'escape_md',
-           'Gate', 'Claim', 'decide_verdict', 'verdict_counts', 'tested_line', 'rule_outcome', 'format_value', 'Report']
+           'RULE_SOURCES', 'CLAIM_KINDS', 'GATE_KINDS', 'BLINDED', 'KEEP', 'artefact_name', 'to_jsonable', 'write_json',
+           'escape_md', 'Gate', 'Claim', 'decide_verdict', 'verdict_counts', 'tested_line', 'rule_outcome',
+           'format_value', 'Report']
 
 # %% ../nbs/05_report.ipynb #0fa7fea9
 def artefact_name(label: str) -> str:
@@ -61,6 +62,8 @@ VERDICTS = (*COUNTED, INFORMATIONAL)
 RULE_SOURCES = ("paper", "ours")
 CLAIM_KINDS = ("effect", "check")
 GATE_KINDS = ("learned", "sanity", "control", "headroom")
+BLINDED = "blinded"      # a calibration run records a claim without its outcome (never a verdict)
+KEEP = {"paperlib": "calibration"}   # display metadata: an output a blinded calibration run may show
 
 @dataclass
 class Gate:
@@ -134,6 +137,7 @@ def verdict_counts(claims, kind: str | None = "effect") -> dict:
     c = {v: 0 for v in VERDICTS}
     for cl in claims:
         get = cl.get if isinstance(cl, dict) else lambda k, d=None: getattr(cl, k, d)
+        if get("verdict") == BLINDED: continue         # a calibration run's claims have no verdict
         if kind is None or get("kind", "effect") == kind: c[get("verdict")] += 1
     return c
 
@@ -167,18 +171,19 @@ def format_value(v, width: int = 120) -> str:
     return s if len(s) <= width else s[:width - 1].rstrip() + "…"
 
 # %% ../nbs/05_report.ipynb #74b5c0fb
-def _show(obj):
+def _show(obj, keep: bool = False):
+    "Display `obj`; `keep`: it may be shown by a blinded calibration run (the runner withholds every other output)."
     try:
         from IPython.display import display
-        display(obj)
+        display(obj, metadata=KEEP) if keep else display(obj)
     except ImportError: pass
 
-def _md(text: str):
+def _md(text: str, keep: bool = False):
     "Show markdown with every data-derived character escaped (see `escape_md`)."
     text = escape_md(text)
     try:
         from IPython.display import Markdown
-        _show(Markdown(text))
+        _show(Markdown(text), keep)
     except ImportError: print(text)
 
 def _styled(df: pd.DataFrame, index: bool = False, precision: int = 4):
@@ -216,45 +221,58 @@ class Report:
         "Record and show, first, which data this run used."
         self.source = source
         if source.kind == "real":
-            _md(f"**Data: real — {source.name}** at `{source.root}` (fingerprint `{source.fingerprint}`). {source.description}")
+            _md(f"**Data: real — {source.name}** at `{source.root}` (fingerprint `{source.fingerprint}`). {source.description}", True)
         else:
             _md(f"**Data: embedded default — {source.name}** (fingerprint `{source.fingerprint}`). {source.description}\n\n"
                 "*This is a proxy for the paper's data: its numbers show whether the paper's effects appear "
-                "(direction and significance); they are not comparable to the paper's absolute numbers.*")
+                "(direction and significance); they are not comparable to the paper's absolute numbers.*", True)
+        if self.ctx.blind:
+            _md("**A blinded calibration run** (seed {}): it shows the gates, the plan and the training curves; every "
+                "claim's outcome, and every table or figure of results, is withheld.".format(self.ctx.seed), True)
         return source
 
     def note(self, text: str):
         "Show a markdown note whose text may hold values from the data (escaped like every caption)."
         _md(text)
 
-    def table(self, df: pd.DataFrame, label: str, caption: str = "", index: bool = False) -> pd.DataFrame:
-        "Save `df` as `<label>.csv` and show it under its label."
+    def _withheld(self, label: str, calibration: bool) -> bool:
+        "Whether a blinded calibration run withholds artefact `label` (it shows only those marked `calibration`)."
+        if not self.ctx.blind or calibration: return False
+        _md(f"*{label}: withheld in a blinded calibration run.*", True)
+        return True
+
+    def table(self, df: pd.DataFrame, label: str, caption: str = "", index: bool = False, calibration: bool = False) -> pd.DataFrame:
+        """Save `df` as `<label>.csv` and show it under its label. `calibration`: a table a blinded calibration run may
+        show (budgets, training curves, a gate's numbers): never one a claim is decided from."""
         self._need_source()
+        if self._withheld(label, calibration): return df
         path = self.out / f"{artefact_name(label)}.csv"
         df.to_csv(path, index=index, float_format="%.6g", lineterminator="\n")
         self._register(path)
-        _md(f"**{label}.** {caption}")
-        _show(_styled(df, index))
+        _md(f"**{label}.** {caption}", calibration)
+        _show(_styled(df, index), calibration)
         return df
 
-    def figure(self, fig, label: str, caption: str = "", dpi: int = 110) -> Path:
-        "Save `fig` as `<label>.png`, show it and close it."
+    def figure(self, fig, label: str, caption: str = "", dpi: int = 110, calibration: bool = False) -> Path | None:
+        "Save `fig` as `<label>.png`, show it and close it (`calibration`: as for `table`)."
         self._need_source()
         import matplotlib.pyplot as plt
+        if self._withheld(label, calibration): plt.close(fig); return None
         path = self.out / f"{artefact_name(label)}.png"
         fig.savefig(path, dpi=dpi, bbox_inches="tight", metadata={"Software": None})
         plt.close(fig)
         self._register(path)
-        _md(f"**{label}.** {caption}")
+        _md(f"**{label}.** {caption}", calibration)
         try:
             from IPython.display import Image
-            _show(Image(filename=str(path)))
+            _show(Image(filename=str(path)), calibration)
         except ImportError: pass
         return path
 
-    def stats(self, obj, name: str) -> Path:
-        "Save statistical results as `<name>.json`."
+    def stats(self, obj, name: str) -> Path | None:
+        "Save statistical results as `<name>.json` (withheld in a blinded calibration run)."
         self._need_source()
+        if self._withheld(name, False): return None
         return self._register(write_json(self.out / f"{artefact_name(name)}.json", obj))
 
     def _rows(self, rows: list[dict], what: str, need: tuple, optional: str) -> pd.DataFrame:
@@ -277,7 +295,8 @@ class Report:
         df = self._rows(rows, "plan", ("item", "plan", "this_run"), "why")
         df["differs"] = [str(p) != str(t) for p, t in zip(df["plan"], df["this_run"])]
         return self.table(df[["item", "plan", "this_run", "differs", "why"]], "Plan vs this profile",
-                          (f"What the `{self.ctx.profile}` profile runs against the paper's experimental plan. " + caption).strip())
+                          (f"What the `{self.ctx.profile}` profile runs against the paper's experimental plan. " + caption).strip(),
+                          calibration=True)
 
     def gate(self, id: str, text: str, rule: str, passed, kind: str = "sanity", ours=None, reason=None,
              post_hoc: str | None = None) -> Gate:
@@ -292,7 +311,7 @@ class Report:
         word = "holds" if g.held else ("could not be checked" if passed is None else "FAILED")
         then = " Every claim that depends on it is " + ("not checkable." if kind == "headroom" else "inconclusive.")
         _md(f"**Gate {id}** ({kind}): {text} — **{word}**." + (then if not g.held else "")
-            + (f" *Changed after results were seen: {post_hoc}*" if post_hoc else ""))
+            + (f" *Changed after results were seen: {post_hoc}*" if post_hoc else ""), True)
         return g
 
     def _claim_gates(self, id, kind, gates, informational) -> list[Gate]:
@@ -326,9 +345,14 @@ class Report:
         reason = "; ".join(r for r in (why, reason) if r) or None
         if isinstance(passed, dict): replicates = replicates or f"{len(passed)} replicate blocks of this run"
         outcome = {str(k): to_jsonable(x) for k, x in passed.items()} if isinstance(passed, dict) else to_jsonable(passed)
+        if self.ctx.blind:     # decided above only to check the call; nothing of the outcome is kept or shown
+            v, outcome, ours, control, reason = BLINDED, None, None, None, None
         cl = Claim(id, text, rule, v, source, [g.id for g in gate_objs], outcome, to_jsonable(ours), to_jsonable(paper),
                    to_jsonable(control), reason, kind, post_hoc, replicates)
         self.claims = [c for c in self.claims if c.id != id] + [cl]
+        if self.ctx.blind:
+            _md(f"**{id}** — *blinded* (a calibration run: the outcome is withheld). {text}", True)
+            return cl
         _md(f"**{id}** — *{v}* ({'check of our implementation' if kind == 'check' else 'effect'}; rule: {source}). {text}"
             + (f" — {reason}" if reason else "") + (f" *Changed after results were seen: {post_hoc}*" if post_hoc else ""))
         return cl
@@ -342,19 +366,26 @@ class Report:
     def finish(self) -> dict:
         "Write claims.json and manifest.json and show the verdict summary: the paper's effects, then our checks apart."
         self._need_source()
+        blind = self.ctx.blind
         counts, checks = verdict_counts(self.claims, "effect"), verdict_counts(self.claims, "check")
         gates = [asdict(g) for g in self.gates.values()]
-        tested = tested_line(counts)
+        tested = (f"a blinded calibration run: the outcomes of {len(self.claims)} claims are withheld" if blind
+                  else tested_line(counts))
         write_json(self.out / "claims.json", dict(paper=self.ctx.slug, counts=counts, checks=checks, tested=tested,
-                                                  gates=gates, claims=self.claims))
+                                                  gates=gates, claims=self.claims, blind=blind))
         self._register(self.out / "claims.json")
         manifest = dict(paper=self.ctx.slug, title=self.title, venue=self.venue, profile=self.ctx.profile,
                         seed=self.ctx.seed, device=self.ctx.device, parameters=self.ctx.params,
                         data=self.source.to_dict(), verdicts=counts, checks=checks, tested=tested,
                         gates={g["id"]: g["passed"] for g in gates}, timings=self.ctx.timings,
-                        artefacts=sorted(self.artefacts), started=self.ctx.started, finished=time.time(),
+                        artefacts=sorted(self.artefacts), started=self.ctx.started, finished=time.time(), blind=blind,
                         provenance=provenance(self.ctx.device))
         write_json(self.out / "manifest.json", manifest)
+        if blind:
+            _md(f"### Claims\n\n{tested}.", True)
+            _show(_styled(pd.DataFrame([dict(id=c.id, kind=c.kind, text=c.text, rule=c.rule) for c in self.claims],
+                                       columns=["id", "kind", "text", "rule"])), True)
+            return manifest
         _md(f"### Verdicts\n\n{tested}: " + ", ".join(f"**{counts[v]}** {v}" for v in COUNTED)
             + f"; {counts[INFORMATIONAL]} informational (not counted). Checks of our implementation (never counted): "
             + ", ".join(f"{checks[v]} {v}" for v in COUNTED if checks[v]) + ("" if any(checks[v] for v in COUNTED) else "none"))

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field, asdict, replace, fields
 from pathlib import Path
 from importlib import metadata
 
-from .core import project_root, read_settings, RunParams, THREAD_ENV, check_number
-from .report import write_json, COUNTED, INFORMATIONAL
+from .core import project_root, read_settings, RunParams, THREAD_ENV, check_number, CALIBRATION_SEED
+from .report import write_json, COUNTED, INFORMATIONAL, KEEP
 from .data import fingerprint_real
 from .collection import (paper_notebooks, check_papers, paper_meta, code_cells, read_nb, read_manifest,
                                  read_claims, record_status, collection_rows)
@@ -18,9 +18,10 @@ from .render import report_page, collection_table, esc, PAGE_CSS, TALLY_LEGEND
 
 # %% auto #0
 __all__ = ['KERNEL_PREFIX', 'batch_params', 'imported_modules', 'packages_digest', 'code_digest', 'dataset_fingerprints',
-           'gpu_visible', 'cache_key', 'cell_seconds', 'execute_paper', 'write_report', 'error_text', 'child_main',
-           'Job', 'Outcome', 'PaperRun', 'plan', 'finish', 'die_with_parent', 'run_child', 'Interrupted',
-           'LocalExecutor', 'reproduce', 'make_executor', 'write_index', 'format_table', 'tally_text', 'summary']
+           'gpu_visible', 'cache_key', 'cell_seconds', 'execute_paper', 'withhold_outputs', 'write_report',
+           'error_text', 'child_main', 'Job', 'Outcome', 'PaperRun', 'plan', 'finish', 'die_with_parent', 'run_child',
+           'Interrupted', 'LocalExecutor', 'reproduce', 'make_executor', 'write_index', 'format_table', 'tally_text',
+           'summary']
 
 # %% ../nbs/07_runner.ipynb #d8189760
 def batch_params(cfg: dict, **given) -> RunParams:
@@ -29,7 +30,9 @@ def batch_params(cfg: dict, **given) -> RunParams:
     if bad: raise TypeError(f"unknown run parameter(s) {', '.join(bad)}; valid: {', '.join(RunParams.names())}")
     if {"out_dir", "threads"} & {k for k, v in given.items() if v is not None}:
         raise ValueError("out_dir and threads are set by the runner for each paper; do not pass them to a batch")
-    base = dict(profile=cfg["profile"], seed=cfg["seed"], data_root=cfg["data_root"])
+    # a calibration batch without a seed of its own starts at the first calibration seed, not settings.ini's
+    seed = CALIBRATION_SEED if given.get("blind") else cfg["seed"]
+    base = dict(profile=cfg["profile"], seed=seed, data_root=cfg["data_root"])
     p = RunParams(**{**base, **{k: v for k, v in given.items() if v is not None}})
     if p.data_root:
         d = Path(p.data_root).expanduser().resolve()
@@ -144,6 +147,18 @@ def execute_paper(slug: str, nb: Path, out_dir: Path, params: dict, log=print) -
     return dict(wall_s=round(wall, 2), cells_s=round(cell_seconds(read_nb(executed)), 2),
                 overhead_s=round(wall - cell_seconds(read_nb(executed)), 2))
 
+def withhold_outputs(executed: Path) -> int:
+    """Clear every output of a blinded calibration run's notebook except the displays marked `KEEP` (the data, the
+    gates, the plan, training curves, the blinded claims); return how many were withheld."""
+    nb, n = read_nb(executed), 0
+    for c in nb["cells"]:
+        if c.get("cell_type") != "code": continue
+        kept = [o for o in c.get("outputs", []) if (o.get("metadata") or {}).get("paperlib") == KEEP["paperlib"]]
+        n += len(c.get("outputs", [])) - len(kept)
+        c["outputs"] = kept
+    executed.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return n
+
 def write_report(out_dir: Path, slug: str, meta: dict, error: str | None = None) -> Path | None:
     "Render out_dir/report.html from the executed notebook, its manifest and claims (a failed run shows its error first)."
     out_dir = Path(out_dir)
@@ -171,12 +186,19 @@ def child_main(spec_path: str) -> int:
     die_with_parent(spec.get("parent"))
     out, slug = Path(spec["out_dir"]), spec["slug"]
     meta = paper_meta(Path(spec["nb"]))
+    blind = bool(spec["params"].get("blind"))
     try:
-        facts = execute_paper(slug, Path(spec["nb"]), out, spec["params"], log=lambda m: print(m, flush=True))
+        try: facts = execute_paper(slug, Path(spec["nb"]), out, spec["params"], log=lambda m: print(m, flush=True))
+        finally:
+            if blind and (out / f"{slug}.ipynb").exists(): withhold_outputs(out / f"{slug}.ipynb")
         if not (out / "manifest.json").exists():
             raise RuntimeError("the notebook finished without writing manifest.json (it must end with rep.finish())")
+        if blind and json.loads((out / "manifest.json").read_text()).get("blind") is not True:
+            raise RuntimeError("a calibration run's notebook did not run blinded: pass `blind` (the parameters cell's) to "
+                               "RunContext.create, after `threads`")
     except Exception as e:
         msg, tb = error_text(e)
+        if blind: tb = "(the traceback of a blinded calibration run is withheld: it may show outcomes)"
         out.mkdir(parents=True, exist_ok=True)
         (out / "error.txt").write_text(msg + "\n\n" + tb + "\n", encoding="utf-8")
         with contextlib.suppress(Exception): write_report(out, slug, meta, msg)
@@ -388,6 +410,7 @@ def reproduce(names=(), *, jobs: int | None = None, force: bool = False, timeout
     run_params = batch_params(cfg, **params)
     timeout = check_number(cfg["timeout"] if timeout is None else timeout, "timeout", float, above=0)
     reports = Path(reports) if reports else cfg["reports"]
+    if run_params.blind: reports = reports / "calibration"    # calibration runs never replace a report or enter its index
     slugs = check_papers(list(names), root)
     ex = make_executor(executor, jobs=jobs if jobs is not None else cfg["jobs"], jobs_given=jobs is not None,
                        timeout=timeout, scheduler=scheduler, log=log)

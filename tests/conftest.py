@@ -22,7 +22,7 @@ def paper_nb(slug: str, body: str, title: str = None, data: str = "embedded_sour
         nbformat.v4.new_code_cell(
             "from pathlib import Path\nimport pandas as pd\n"
             "from paperlib.core import RunContext\nfrom paperlib.report import Report\nfrom paperlib.data import embedded_source\n"
-            f"ctx = RunContext.create({slug!r}, profile, seed, device, data_root, out_dir, threads)\n"
+            f"ctx = RunContext.create({slug!r}, profile, seed, device, data_root, out_dir, threads, blind)\n"
             f"rep = Report(ctx, 'T', 'V')\nrep.data_source({data})"),
         nbformat.v4.new_markdown_cell("Some prose about the method, $a^2 + b^2 = c^2$."),
         nbformat.v4.new_code_cell(body),

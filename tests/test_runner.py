@@ -242,3 +242,45 @@ def test_parameters_contract(project):
     for nb in paper_notebooks(project).values():
         cell = next(c for c in nbformat.read(nb, 4).cells if "parameters" in c.metadata.get("tags", []))
         assert cell.source == RunParams().cell()
+
+LEAKY = GOOD + "\nprint('LE' + 'AK', round(float(x.mean()), 6))"     # the word appears only when printed
+
+def test_calibration_run_is_blinded_and_kept_apart(tmp_path):
+    """Issue 28: `--calibrate` runs on a calibration seed into reports/calibration/, shows the data and the plan, and
+    records every claim as blinded: no outcome in claims.json, the report, the executed notebook or the index."""
+    project = make_project(tmp_path / "proj", {"good": LEAKY})
+    assert run(project, ["good"])["good"].status == "ok"                      # an evaluation report exists
+    before = (project / "reports/good/claims.json").read_text()
+    r = cli(project, "reproduce", "good", "--calibrate")
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = project / "reports" / "calibration" / "good"
+    claims = json.loads((out / "claims.json").read_text())
+    assert claims["blind"] is True and [c["verdict"] for c in claims["claims"]] == ["blinded"]
+    assert claims["claims"][0]["ours"] is None and claims["claims"][0]["outcome"] is None
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["seed"] == 1_000_000 and m["blind"] is True
+    assert not (out / "table_1.csv").exists()                                  # a table of results is not written
+    nb = (out / "good.ipynb").read_text()
+    assert "LEAK" not in nb and "Data: embedded default" in nb                 # printed numbers withheld, data shown
+    html = (out / "report.html").read_text()
+    assert "LEAK" not in html and "blinded" in html
+    assert (project / "reports/good/claims.json").read_text() == before        # the evaluation report is untouched
+    assert "calibration" not in (project / "reports/index.html").read_text()
+    # seeds: a calibration run takes a calibration seed, an evaluation run never does
+    r = cli(project, "reproduce", "good", "--calibrate", "--seed", "3")
+    assert r.returncode == 2 and "seed 3 is an evaluation seed" in r.stderr, r.stderr
+    r = cli(project, "reproduce", "good", "--seed", "1000001")
+    assert r.returncode == 2 and "is a calibration seed" in r.stderr, r.stderr
+
+def test_calibration_of_a_notebook_that_ignores_blind_fails(tmp_path):
+    "A notebook that does not pass `blind` to RunContext.create cannot run a calibration: it would show its outcomes."
+    project = make_project(tmp_path / "proj", {"good": GOOD})
+    nbp = project / "nbs/papers/good.ipynb"
+    nb = nbformat.read(nbp, 4)
+    nb.cells[2].source = nb.cells[2].source.replace("threads, blind)", "threads)")
+    nbformat.write(nb, nbp)
+    r = run(project, ["good"], blind=True)["good"]
+    # its RunContext sees a calibration seed without blind=True and refuses to run
+    assert r.status == "failed" and "is a calibration seed" in r.error, r.error
+    failed = project / "reports" / "calibration" / ".failed" / "good"
+    assert "reproduced" not in (failed / "good.ipynb").read_text()            # its outputs were withheld all the same
