@@ -202,6 +202,14 @@ def claims_sections_html(claims: list[dict]) -> str:
                "Monte Carlo, agreement with reference libraries, critiques of a statistic: evidence that the code does what "
                f"it says, not claims of the paper; never counted.</p>{claims_table_html(checks)}" if checks else ""))
 
+def _gate_budget(g: dict) -> str:
+    "A gate's margin past its threshold and, for a learned gate, the calibration that set the budget it tests."
+    out = [f"margin {format_value(g['margin'])}" if g.get("margin") is not None else ""]
+    if g.get("kind") == "learned":
+        out.append(f"budget from {g['calibration']}" if g.get("calibration") else "budget not set by a blinded calibration")
+    out = [o for o in out if o]
+    return f' <span class="nc">· {esc(" · ".join(out))}</span>' if out else ""
+
 def gates_html(gates: list[dict]) -> str:
     "The run's preconditions and whether they held."
     if not gates: return ""
@@ -210,6 +218,7 @@ def gates_html(gates: list[dict]) -> str:
                     f'<b>{esc(g.get("id"))}</b> ({esc(g.get("kind"))}): {esc(g.get("text"))} — <span class="nc">{esc(g.get("rule"))}'
                     f'{" · ours: " + esc(format_value(g.get("ours"))) if g.get("ours") is not None else ""}</span>'
                     + (f' <span class="nc">— {esc(g["reason"])}</span>' if g.get("reason") else "")
+                    + _gate_budget(g)
                     + (f'<div class="post-hoc">changed after results were seen: {esc(g["post_hoc"])}</div>' if g.get("post_hoc") else "")
                     + '</li>' for g in gates)
     return f'<div class="gates"><b>Gates</b> (preconditions of the claims that name them):<ul>{items}</ul></div>'

@@ -76,6 +76,8 @@ class Gate:
     ours: object = None
     reason: str | None = None
     post_hoc: str | None = None      # what was changed after results were seen, and when
+    margin: float | None = None      # how far the gate's number is past its threshold (negative: short of it)
+    calibration: str | None = None   # the blinded calibration that set the budget a learned gate tests
 
     @property
     def held(self) -> bool: return self.passed is True
@@ -299,15 +301,20 @@ class Report:
                           calibration=True)
 
     def gate(self, id: str, text: str, rule: str, passed, kind: str = "sanity", ours=None, reason=None,
-             post_hoc: str | None = None) -> Gate:
-        "Record precondition `id` (kind learned, sanity, control or headroom); claims that name it depend on it."
+             post_hoc: str | None = None, margin: float | None = None, calibration: str | None = None) -> Gate:
+        """Record precondition `id` (kind learned, sanity, control or headroom); claims that name it depend on it.
+        `margin`: how far its number is past the threshold, in the rule's units; `calibration`: for a learned gate,
+        the blinded calibration run that set the budget it tests (seed, what was chosen)."""
         self._need_source()
         if kind not in GATE_KINDS: raise ValueError(f"gate {id}: unknown kind {kind!r}; valid kinds: {', '.join(GATE_KINDS)}")
         if id in self.gates: raise ValueError(f"gate {id} is already recorded; record each gate once, before the claims that depend on it")
         if not (passed is None or isinstance(passed, (bool, np.bool_))):
             raise TypeError(f"gate {id}: passed must be True, False or None (could not be checked), got {passed!r}")
         if passed is None and not reason: raise ValueError(f"gate {id}: a gate that could not be checked needs a reason")
-        g = self.gates[id] = Gate(id, text, rule, None if passed is None else bool(passed), kind, to_jsonable(ours), reason, post_hoc)
+        if margin is not None and not (isinstance(margin, (int, float, np.integer, np.floating)) and math.isfinite(margin)):
+            raise ValueError(f"gate {id}: margin must be a finite number (how far past the threshold), got {margin!r}")
+        g = self.gates[id] = Gate(id, text, rule, None if passed is None else bool(passed), kind, to_jsonable(ours), reason,
+                                  post_hoc, None if margin is None else float(margin), calibration)
         word = "holds" if g.held else ("could not be checked" if passed is None else "FAILED")
         then = " Every claim that depends on it is " + ("not checkable." if kind == "headroom" else "inconclusive.")
         _md(f"**Gate {id}** ({kind}): {text} — **{word}**." + (then if not g.held else "")
