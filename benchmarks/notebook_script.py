@@ -25,7 +25,7 @@ def build(slug, profile, threads, device="cuda"):
         if c["cell_type"] != "code": continue
         s = "".join(c["source"])
         if "parameters" in c.get("metadata", {}).get("tags", []):
-            s = (f'profile = "{profile}"\nseed = 0\ndevice = "{device}"\ndata_root = None\nout_dir = ".gpu/out/{slug}"\nthreads = {threads}\n'
+            s = (f'profile = "{profile}"\nseed = 0\ndevice = "{device}"\ndata_root = None\nout_dir = ".gpu/out/{slug}"\nthreads = {threads}\nblind = False\n'
                  f'__pl_os.makedirs(out_dir, exist_ok=True)')
         elif "nbdev_export" in s or s.startswith("#| default_exp"): continue
         s = s.replace("from __future__ import annotations", "")
