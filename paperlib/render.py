@@ -71,7 +71,11 @@ def prepare_notebook(nb, drop_frontmatter: bool = True, keep_tests: bool = False
             tags = set(c.get("metadata", {}).get("tags", []))
             if tags & {"parameters", "injected-parameters"} or "hide" in _directives(c.source): continue
             c.source = "\n".join(l for l in c.source.splitlines() if not l.startswith("#|")).strip("\n")
-            outputs = [o for o in c.get("outputs", []) if not (o.get("output_type") == "stream" and not o.get("text"))]
+            # stderr (warnings with the machine's paths, progress bars) is the run's log, not the paper's: the executed
+            # notebook keeps it, the reader's page does not
+            outputs = [o for o in c.get("outputs", []) if not (o.get("output_type") == "stream"
+                                                               and (not o.get("text") or o.get("name") == "stderr"))]
+            c.outputs = outputs
             if not c.source and not outputs: continue
             if not outputs and not keep_tests and is_test_only(c.source): continue
         elif not c.source.strip(): continue

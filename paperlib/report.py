@@ -16,7 +16,7 @@ from .core import RunContext, provenance
 # %% auto #0
 __all__ = ['REPRODUCED', 'NOT_REPRODUCED', 'INCONCLUSIVE', 'NOT_CHECKABLE', 'INFORMATIONAL', 'COUNTED', 'VERDICTS',
            'RULE_SOURCES', 'CLAIM_KINDS', 'GATE_KINDS', 'BLINDED', 'KEEP', 'artefact_name', 'to_jsonable', 'write_json',
-           'escape_md', 'Gate', 'Claim', 'decide_verdict', 'verdict_counts', 'tested_line', 'rule_outcome',
+           'escape_md', 'Gate', 'Claim', 'Artefact', 'decide_verdict', 'verdict_counts', 'tested_line', 'rule_outcome',
            'format_value', 'Report']
 
 # %% ../nbs/05_report.ipynb #0fa7fea9
@@ -82,6 +82,8 @@ class Gate:
     @property
     def held(self) -> bool: return self.passed is True
 
+    def _ipython_display_(self): pass   # a cell ending in rep.gate(...) shows the gate's line, not this record's repr
+
 @dataclass
 class Claim:
     "One claim of the paper and what this run found: the rule's outcome, and the verdict after the gates."
@@ -99,6 +101,12 @@ class Claim:
     kind: str = "effect"             # effect: a test of the paper's effect; check: of our implementation or generator
     post_hoc: str | None = None
     replicates: str | None = None    # what the outcome rests on: "3 replicate blocks", "one test pooling 3 seeds", ...
+
+    def _ipython_display_(self): pass   # a cell ending in rep.claim(...) shows the claim's line, not this record's repr
+
+class Artefact(type(Path())):
+    "The path of a saved artefact; a cell that ends with the call that saved it shows the artefact, not this path."
+    def _ipython_display_(self): pass
 
 # %% ../nbs/05_report.ipynb #37afdeee
 def _seed_outcome(outcomes: dict) -> tuple[bool | None, str | None]:
@@ -269,13 +277,13 @@ class Report:
             from IPython.display import Image
             _show(Image(filename=str(path)), calibration)
         except ImportError: pass
-        return path
+        return Artefact(path)
 
     def stats(self, obj, name: str) -> Path | None:
         "Save statistical results as `<name>.json` (withheld in a blinded calibration run)."
         self._need_source()
         if self._withheld(name, False): return None
-        return self._register(write_json(self.out / f"{artefact_name(name)}.json", obj))
+        return Artefact(self._register(write_json(self.out / f"{artefact_name(name)}.json", obj)))
 
     def _rows(self, rows: list[dict], what: str, need: tuple, optional: str) -> pd.DataFrame:
         "`rows` as a DataFrame with the keys `need` (an error names a missing one) and `optional` (empty when absent)."

@@ -3,7 +3,7 @@ contract's artefacts, give every claim a valid verdict, and its report must say 
 Every paper runs twice with the same seed, two at a time (one thread each) and one at a time (every core's thread):
 the tables must be byte-identical and the verdicts the same. `make check-determinism` (benchmarks/determinism.py)
 does the same in the smoke profile."""
-import importlib, json
+import importlib, json, re
 from pathlib import Path
 
 import nbformat
@@ -77,6 +77,19 @@ def test_same_seed_same_tables_whatever_the_thread_split(ci_runs, ci_runs_one_at
     differ = [n for n in t1 if t1[n] != t2[n]]
     assert not differ, f"{slug}: the same seed gave different bytes in {differ} with --jobs 1 and --jobs 2"
     assert v1 == v2 and g1 == g2
+
+NOISE = ("PosixPath(", "Claim(", "Gate(", "site-packages", ".staging")
+
+@pytest.mark.parametrize("slug", PAPERS)
+def test_report_has_no_code_noise(ci_runs, slug):
+    """Issue 30: a report's outputs carry no repr of a return value, no machine path, no warning with a venv path.
+    Only outputs are scanned: the code a reader opens may name these things."""
+    reports, first = ci_runs
+    assert first[slug].status == "ok", first[slug].error
+    html = (reports / slug / "report.html").read_text()
+    outputs = " ".join(re.findall(r'<div class="jp-OutputArea.*?(?=<div class="jp-Cell |\Z)', html, re.S))
+    found = {w: outputs.count(w) for w in NOISE if w in outputs}
+    assert not found, f"{slug}: code noise in the report's outputs: {found}"
 
 @pytest.mark.parametrize("slug", PAPERS)
 def test_parameters_cell_is_the_contract(slug):
