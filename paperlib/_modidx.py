@@ -1562,6 +1562,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                  'paperlib.report.artefact_name': ('report.html#artefact_name', 'paperlib/report.py'),
                                  'paperlib.report.decide_verdict': ('report.html#decide_verdict', 'paperlib/report.py'),
                                  'paperlib.report.escape_md': ('report.html#escape_md', 'paperlib/report.py'),
+                                 'paperlib.report.format_number': ('report.html#format_number', 'paperlib/report.py'),
                                  'paperlib.report.format_value': ('report.html#format_value', 'paperlib/report.py'),
                                  'paperlib.report.rule_outcome': ('report.html#rule_outcome', 'paperlib/report.py'),
                                  'paperlib.report.tested_line': ('report.html#tested_line', 'paperlib/report.py'),

@@ -17,7 +17,7 @@ from .core import RunContext, provenance
 __all__ = ['REPRODUCED', 'NOT_REPRODUCED', 'INCONCLUSIVE', 'NOT_CHECKABLE', 'INFORMATIONAL', 'COUNTED', 'VERDICTS',
            'RULE_SOURCES', 'CLAIM_KINDS', 'GATE_KINDS', 'BLINDED', 'KEEP', 'artefact_name', 'to_jsonable', 'write_json',
            'escape_md', 'Gate', 'Claim', 'Artefact', 'decide_verdict', 'verdict_counts', 'tested_line', 'rule_outcome',
-           'format_value', 'Report']
+           'format_value', 'format_number', 'Report']
 
 # %% ../nbs/05_report.ipynb #0fa7fea9
 def artefact_name(label: str) -> str:
@@ -196,9 +196,24 @@ def _md(text: str, keep: bool = False):
         _show(Markdown(text), keep)
     except ImportError: print(text)
 
+def format_number(v, precision: int = 4) -> str:
+    """A table cell as a reader wants it: integers (and whole floats) as integers, other numbers to `precision`
+    decimals without trailing zeros, very small ones in two significant digits, a missing value as a dash."""
+    if v is None or (isinstance(v, (float, np.floating)) and math.isnan(v)): return "–"
+    if isinstance(v, (bool, np.bool_)): return str(bool(v))
+    if isinstance(v, (int, np.integer)): return str(int(v))
+    if not isinstance(v, (float, np.floating)): return str(v)
+    v = float(v)
+    if math.isinf(v): return "∞" if v > 0 else "−∞"
+    if v == int(v) and abs(v) < 1e15: return str(int(v))
+    if abs(v) < 10 ** -(precision - 1): return f"{v:.2g}"
+    return f"{v:.{precision}f}".rstrip("0").rstrip(".")
+
 def _styled(df: pd.DataFrame, index: bool = False, precision: int = 4):
-    "A DataFrame as an escaped Styler: data in cells, headers and index is text, never markup."
-    st = df.style.format(precision=precision, escape="html").format_index(escape="html", axis=1)
+    "A DataFrame as an escaped Styler: numbers by `format_number`, text left-aligned; cells, headers and index are text, never markup."
+    st = df.style.format(lambda v: format_number(v, precision), escape="html").format_index(escape="html", axis=1)
+    text = [c for c in df.columns if df[c].dtype == object or pd.api.types.is_string_dtype(df[c])]
+    if text: st = st.set_properties(subset=text, **{"text-align": "left"})
     return st.format_index(escape="html", axis=0) if index else st.hide(axis="index")
 
 _VERDICT_STYLE = {REPRODUCED: "background-color:#d4edda", NOT_REPRODUCED: "background-color:#f8d7da",
