@@ -1508,6 +1508,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                  'paperlib.render._exporter': ('render.html#_exporter', 'paperlib/render.py'),
                                  'paperlib.render._fast_exporter': ('render.html#_fast_exporter', 'paperlib/render.py'),
                                  'paperlib.render._gate_budget': ('render.html#_gate_budget', 'paperlib/render.py'),
+                                 'paperlib.render._headline': ('render.html#_headline', 'paperlib/render.py'),
                                  'paperlib.render._tally_cell': ('render.html#_tally_cell', 'paperlib/render.py'),
                                  'paperlib.render.claims_sections_html': ('render.html#claims_sections_html', 'paperlib/render.py'),
                                  'paperlib.render.claims_table_html': ('render.html#claims_table_html', 'paperlib/render.py'),

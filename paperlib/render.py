@@ -7,7 +7,7 @@ from __future__ import annotations
 import re, ast, json, time, html as _html
 from pathlib import Path
 
-from .report import COUNTED, INFORMATIONAL, VERDICTS, format_value, tested_line
+from .report import COUNTED, INFORMATIONAL, VERDICTS, REPRODUCED, NOT_REPRODUCED, format_value, tested_line
 
 # %% auto #0
 __all__ = ['VERDICT_CLASS', 'MATHJAX_CONFIG', 'PAGE_CSS', 'TALLY_LEGEND', 'esc', 'when', 'mathjax_dir', 'mathjax_source',
@@ -159,7 +159,7 @@ table.grid td,table.grid th{border-bottom:1px solid #e3e6eb;padding:.35rem .5rem
 table.grid th{background:#f4f5f7}
 .v-reproduced{color:#1e7e34;font-weight:700}.v-not-reproduced{color:#b3261e;font-weight:700}
 .v-inconclusive{color:#9a6700;font-weight:700}.v-not-checkable{color:#5b6472}.v-informational{color:#24509a}
-.tally{font-size:1.05rem;margin:.4rem 0}.gate-ok{color:#1e7e34}.gate-bad{color:#b3261e;font-weight:700}
+.tally{font-size:1.05rem;margin:.4rem 0}.headline{background:#fff3cd;border-left:4px solid #e0a800;padding:.3rem .6rem;margin:.4rem 0}.gate-ok{color:#1e7e34}.gate-bad{color:#b3261e;font-weight:700}
 .nc{color:#5b6472}.rule-src{font-size:.8rem;color:#5b6472}.post-hoc{color:#9a3412;font-size:.85rem}
 details pre{white-space:pre-wrap;font-size:.8rem;max-height:20rem;overflow:auto}
 """
@@ -239,6 +239,15 @@ def data_banner(data: dict | None) -> str:
                 "not comparable to the paper's absolute numbers.</i>")
     return f'<div class="banner {esc(kind)}">{text} <span class="nc">Fingerprint <code>{esc(data.get("fingerprint"))}</code>.</span></div>'
 
+def _headline(counts: dict | None, gates: list[dict], profile: str | None) -> str:
+    "One line above the tally when this run decided none of the paper's claims, saying why."
+    if not counts or any(int(counts.get(v) or 0) for v in (REPRODUCED, NOT_REPRODUCED)): return ""
+    if not any(int(counts.get(v) or 0) for v in COUNTED): return ""
+    failed = [g["id"] for g in gates if g.get("passed") is not True]
+    why = (f"gate{'s' * (len(failed) > 1)} {', '.join(failed)} did not hold" if failed
+           else "the experiment had no room to show the effects or their blocks disagreed")
+    return f'<p class="headline"><b>No claim of the paper decided by this {esc(profile or "")} run</b>: {esc(why)}.</p>'
+
 def paper_header(meta: dict, manifest: dict | None, claims: dict | None, notice: str = "") -> str:
     "The first screen of a paper: title, venue, authors, data banner, verdict tally, run facts, gates and claims."
     m = manifest or {}
@@ -255,6 +264,7 @@ def paper_header(meta: dict, manifest: dict | None, claims: dict | None, notice:
             + (f'<p class="authors">{esc(meta.get("authors"))}</p>' if meta.get("authors") else "")
             + (f'<p>{esc(meta.get("description"))}</p>' if meta.get("description") else "")
             + notice + (data_banner(m.get("data")) if manifest else "")
+            + _headline(counts, cl.get("gates") or [], m.get("profile"))
             + (f'<p class="tally"><b>{esc(tested)}</b>: {tally_html(counts)}'
                + (f' <span class="nc">· <a href="#checks">checks of our implementation</a> (never counted): {n_checks}</span>' if n_checks else "")
                + '</p>' if counts else "")
