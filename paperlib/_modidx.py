@@ -1510,6 +1510,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                  'paperlib.render._gate_budget': ('render.html#_gate_budget', 'paperlib/render.py'),
                                  'paperlib.render._headline': ('render.html#_headline', 'paperlib/render.py'),
                                  'paperlib.render._tally_cell': ('render.html#_tally_cell', 'paperlib/render.py'),
+                                 'paperlib.render._trust': ('render.html#_trust', 'paperlib/render.py'),
                                  'paperlib.render.claims_sections_html': ('render.html#claims_sections_html', 'paperlib/render.py'),
                                  'paperlib.render.claims_table_html': ('render.html#claims_table_html', 'paperlib/render.py'),
                                  'paperlib.render.collection_table': ('render.html#collection_table', 'paperlib/render.py'),

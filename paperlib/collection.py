@@ -99,6 +99,7 @@ def collection_rows(reports: Path, root: Path | None = None) -> list[dict]:
     status, rows = load_status(reports), []
     for slug, nb in paper_notebooks(root).items():
         meta, m, st = paper_meta(nb), read_manifest(reports, slug) or {}, status.get(slug, {})
+        gates = (read_claims(reports, slug) or {}).get("gates") or []
         data = m.get("data") or {}
         rows.append(dict(slug=slug, title=meta["title"], venue=meta["venue"], authors=meta["authors"],
                          description=meta["description"], datasets=meta["datasets"],
@@ -109,7 +110,9 @@ def collection_rows(reports: Path, root: Path | None = None) -> list[dict]:
                          verdicts=tally(m.get("verdicts")), checks=sum(int(v or 0) for k, v in (m.get("checks") or {}).items() if k != "informational"),
                          has_report=(Path(reports) / slug / "report.html").exists(),
                          last_status=st.get("status") or ("ok" if m else "never run"), error=st.get("error"),
-                         worker=st.get("worker")))
+                         worker=st.get("worker"), gates_held=sum(g.get("passed") is True for g in gates),
+                         gates_declared=len(gates), learned_failed=[g["id"] for g in gates
+                                                                    if g.get("kind") == "learned" and g.get("passed") is not True]))
     return rows
 
 # %% ../nbs/11_collection.ipynb #76594a0f

@@ -159,7 +159,7 @@ table.grid td,table.grid th{border-bottom:1px solid #e3e6eb;padding:.35rem .5rem
 table.grid th{background:#f4f5f7}
 .v-reproduced{color:#1e7e34;font-weight:700}.v-not-reproduced{color:#b3261e;font-weight:700}
 .v-inconclusive{color:#9a6700;font-weight:700}.v-not-checkable{color:#5b6472}.v-informational{color:#24509a}
-.tally{font-size:1.05rem;margin:.4rem 0}.headline{background:#fff3cd;border-left:4px solid #e0a800;padding:.3rem .6rem;margin:.4rem 0}.gate-ok{color:#1e7e34}.gate-bad{color:#b3261e;font-weight:700}
+tr.profile-ci td{color:#888}.tally{font-size:1.05rem;margin:.4rem 0}.headline{background:#fff3cd;border-left:4px solid #e0a800;padding:.3rem .6rem;margin:.4rem 0}.gate-ok{color:#1e7e34}.gate-bad{color:#b3261e;font-weight:700}
 .nc{color:#5b6472}.rule-src{font-size:.8rem;color:#5b6472}.post-hoc{color:#9a3412;font-size:.85rem}
 details pre{white-space:pre-wrap;font-size:.8rem;max-height:20rem;overflow:auto}
 """
@@ -310,6 +310,14 @@ TALLY_LEGEND = ('<span class="v-reproduced">reproduced</span> / <span class="v-n
                 '<span class="v-inconclusive">inconclusive</span> / <span class="v-not-checkable">not checkable</span>; '
                 'informational claims are listed apart and never counted')
 
+def _trust(r: dict) -> str:
+    "How much the tally can be trusted: gates held of those declared, and any learned gate that failed."
+    if not r.get("gates_declared"): return ""
+    out = f'<div class="nc">gates held: {r["gates_held"]} of {r["gates_declared"]}</div>'
+    if r.get("learned_failed"):
+        out += f'<div class="gate-bad">did not learn: {esc(", ".join(r["learned_failed"]))}</div>'
+    return out
+
 def collection_table(rows: list[dict], href_of) -> str:
     "The collection as an HTML table; `href_of(row)` is the link of a paper's title (None: no link)."
     trs = []
@@ -324,8 +332,11 @@ def collection_table(rows: list[dict], href_of) -> str:
                 + (f' {esc(r["data_name"])}' if r["data_name"] else ""))
         secs = f'{r["seconds"]:.0f} s' if r["seconds"] is not None else ""
         word = {"ok": "ok", "cached": "ok (cached)"}.get(st, st)
-        trs.append(f'<tr class="st-{esc(st.replace(" ", "-"))}"><td>{title}<br><code>{esc(r["slug"])}</code>{err}</td>'
-                   f'<td>{esc(r["venue"])}</td><td>{data}</td><td>{_tally_cell(r["verdicts"], r.get("checks") or 0)}</td><td>{esc(r["profile"])}</td>'
+        trust = _trust(r)
+        ci = " profile-ci" if r.get("profile") == "ci" else ""
+        trs.append(f'<tr class="st-{esc(st.replace(" ", "-"))}{ci}"><td>{title}<br><code>{esc(r["slug"])}</code>{err}</td>'
+                   f'<td>{esc(r["venue"])}</td><td>{data}</td><td>{_tally_cell(r["verdicts"], r.get("checks") or 0)}{trust}</td>'
+                   f'<td>{esc(r["profile"])}{" <span class=nc>(tests the code, not the paper)</span>" if ci else ""}</td>'
                    f'<td>{esc(r["device"])}</td><td>{secs}</td><td>{esc(word)}<br>{esc(when(r["finished"]))}</td></tr>')
     return ('<table class="grid collection"><thead><tr><th>paper</th><th>venue</th><th>data</th><th>verdicts</th><th>profile</th>'
             f'<th>device</th><th>run time</th><th>last run</th></tr></thead><tbody>{"".join(trs)}</tbody></table>')
