@@ -1315,6 +1315,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                             'paperlib/papers/supcon_strata.py'),
                                                'paperlib.papers.supcon_strata.rule_gain_significant': ( 'papers/supcon_strata.html#rule_gain_significant',
                                                                                                         'paperlib/papers/supcon_strata.py'),
+                                               'paperlib.papers.supcon_strata.rule_items_beat': ( 'papers/supcon_strata.html#rule_items_beat',
+                                                                                                  'paperlib/papers/supcon_strata.py'),
                                                'paperlib.papers.supcon_strata.rule_learned': ( 'papers/supcon_strata.html#rule_learned',
                                                                                                'paperlib/papers/supcon_strata.py'),
                                                'paperlib.papers.supcon_strata.rule_size_order': ( 'papers/supcon_strata.html#rule_size_order',
