@@ -12,7 +12,8 @@ from paperlib.papers.defect_tdist import (
     labelled_subset, label_pixel_ratios, ratio_stats, make_synth, k_eq5, k_eq3, gate_learned, gate_step1, gate_control,
     rule_beats, rule_low_label, rule_near_full, rule_step2_largest, rule_increasing, rule_kl_ap, adjust_nu,
     step1_ok, on_seeds, share_gap, gate_arms_differ, gate_ma_used, rule_ablation,
-    moving_average_threshold)
+    moving_average_threshold, rule_ap_beats, image_records, pooled_ap)
+from paperlib.segment import detection_metrics
 
 SIDE = 64
 
@@ -185,6 +186,9 @@ def test_threshold_formulas():
     assert adjust_nu(ev(0.8, 0.8, 0.8), ev(0.9, 0.6, 0.7)) == 1.1 and adjust_nu(ev(0.8, 0.6, 0.7), ev(0.7, 0.8, 0.75)) == 0.9
 
 # every rule once where it must hold and once where it must fail
+_GOOD = [(np.array([0.9]), np.array([True]), 1)] * 40                       # finds every defect
+_POOR = [(np.array([0.9]), np.array([True]), 1), (np.array([]), np.array([], bool), 1)] * 20   # misses half
+
 RULES = [
     ("gate learned", lambda: gate_learned([0.9, 0.85], [0.3, 0.3]), lambda: gate_learned([0.9, 0.75], [0.3, 0.3])),
     ("gate learned margin", lambda: gate_learned([0.9], [0.69]), lambda: gate_learned([0.9], [0.71])),
@@ -196,6 +200,7 @@ RULES = [
      lambda: rule_ablation({1: 0.8, 2: 0.7, 3: 0.75}, {1: 0.7, 2: 0.72, 3: 0.66})["passed"]),
     ("gate control", lambda: gate_control([0.74], [0.70]), lambda: gate_control([0.76], [0.70])),
     ("beats", lambda: rule_beats(0.51, 0.5), lambda: rule_beats(0.5, 0.51)),
+    ("AP beats over test images (C3)", lambda: rule_ap_beats(_GOOD, _POOR)["passed"], lambda: rule_ap_beats(_GOOD, _GOOD)["passed"]),
     ("low label (C2/C3)", lambda: rule_low_label({0.05: 0.6, 0.1: 0.7}, {0.05: 0.5, 0.1: 0.6}, (0.05, 0.1)),
      lambda: rule_low_label({0.05: 0.6, 0.1: 0.59}, {0.05: 0.5, 0.1: 0.6}, (0.05, 0.1))),
     ("near full (C1)", lambda: rule_near_full(0.91, 0.95), lambda: rule_near_full(0.89, 0.95)),
@@ -218,3 +223,13 @@ def test_identical_arms_are_not_a_win_and_decided_seeds_are_kept():
     assert rule_ablation({1: 0.8}, {1: 0.5})["passed"] is None          # one seed: no interval
     assert on_seeds({1: True, 2: False, 3: True}, {1: True, 2: False, 3: False}) == {1: True}
     assert share_gap([0.02, 0.03], [0.02, 0.03], 0.01) == 0.0
+
+
+def test_c3_image_bootstrap():
+    "C3's cell rule: the pooled AP of the image records is the metric's AP, and one image of forty apart is no evidence."
+    P = np.zeros((3, 12, 12)); G = np.zeros((3, 12, 12), np.uint8); G[:, 2:5, 2:5] = 1
+    P[0, 2:5, 2:5] = 0.9; P[1, 8:10, 8:10] = 0.7; P[2, 2:5, 2:5] = 0.6
+    assert pooled_ap(image_records(P, G, 0.5)) == pytest.approx(detection_metrics(P, G, 0.5)["ap"], abs=1e-12)
+    near = list(_GOOD); near[0] = (np.array([]), np.array([], bool), 1)
+    assert rule_ap_beats(_GOOD, near)["passed"] is False and rule_ap_beats(_POOR, _GOOD)["passed"] is False
+    with pytest.raises(ValueError): rule_ap_beats(_GOOD, _GOOD[:3])

@@ -156,6 +156,19 @@ def test_rules_pass_and_fail():
     assert rule_bound([1.0], [1.0], 1.0) and not rule_bound([1.1], [1.2], 1.0)
 
 
+def test_rule_items_beat_one_block():
+    "C8 per replicate block: paired bootstrap over the block's test items, averaged over the coreset sizes."
+    from paperlib.papers.supcon_strata import rule_items_beat
+    o = np.r_[np.ones(300), np.zeros(200)]
+    b = o.copy(); b[:60] = 0                                   # ours right on 60 more items at both sizes
+    assert rule_items_beat([o, o], [b, b])["passed"] is True
+    assert rule_items_beat([b, b], [o, o])["passed"] is False
+    assert rule_items_beat(o, o)["passed"] is False            # a tie is not a win
+    mixed = o.copy(); mixed[:60] = 0; mixed[300:360] = 1        # as many items lost as won
+    assert rule_items_beat([o, o], [mixed, mixed])["passed"] is False
+    with pytest.raises(ValueError): rule_items_beat([o, o], [o])
+
+
 def test_collapse_bound_is_attained_by_the_simplex_classifier():
     from paperlib.papers.supcon_strata import simplex, collapse_bound, collapsed_fine_ce
     for K, m in ((2, 5), (5, 3)):

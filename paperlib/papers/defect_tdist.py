@@ -16,7 +16,7 @@ import torch
 
 from ..data import Column, Layout, DataError, DataSource, read_table, register_layout, fingerprint_real
 from ..segment import (UNet, rot4, fit_segmenter, predict_proba, connected_regions, region_areas,
-                              detection_metrics, best_f1_threshold)
+                              detection_metrics, best_f1_threshold, match_regions, average_precision)
 from ..stats import critical_value, mean_ci, topk_threshold, paired_tests, beats
 
 # %% auto #0
@@ -28,9 +28,9 @@ __all__ = ['TEXTURES', 'DEFECTS', 'MODES', 'SYNTH_TYPES', 'MAIN_TYPE', 'CALIBRAT
            'read_image', 'resize_image', 'load_dagm', 'read_voc_boxes', 'load_pcb', 'load_plain', 'load_real_data',
            'Budget', 'labelled_subset', 'train_step1', 'label_pixel_ratios', 'ratio_stats', 'k_eq3', 'k_eq5', 'k_eq6',
            'moving_average_threshold', 'adjust_nu', 'PLConfig', 'region_ratio_kl', 'pseudo_label', 'evaluate',
-           'gate_learned', 'step1_ok', 'gate_step1', 'on_seeds', 'share_gap', 'gate_arms_differ', 'gate_ma_used',
-           'rule_ablation', 'gate_control', 'rule_beats', 'rule_low_label', 'rule_near_full', 'rule_step2_largest',
-           'rule_increasing', 'rule_kl_ap']
+           'image_records', 'pooled_ap', 'gate_learned', 'step1_ok', 'gate_step1', 'on_seeds', 'share_gap',
+           'gate_arms_differ', 'gate_ma_used', 'rule_ablation', 'gate_control', 'rule_ap_beats', 'rule_beats',
+           'rule_low_label', 'rule_near_full', 'rule_step2_largest', 'rule_increasing', 'rule_kl_ap']
 
 # %% ../../nbs/papers/defect_tdist.ipynb #4b67cb6a
 TEXTURES = ("brick", "grass", "gravel", "procedural")
@@ -608,8 +608,9 @@ def pseudo_label(model: UNet, cfg: PLConfig, budget: Budget, Xl, Yl, Xu, Yu=None
                       mixup_alpha=budget.mixup_alpha, seed=seed * 1000 + 999)       # a fresh optimizer: the warm restart
     return out
 
-def evaluate(model: UNet, Xl, Yl, Xte, Yte, own_gamma: float | None = None, keep: int = 0) -> dict:
-    "Test AP / F1 at the operating threshold (best F1 on D_l), and at the method's own final threshold; `keep` test maps."
+def evaluate(model: UNet, Xl, Yl, Xte, Yte, own_gamma: float | None = None, keep: int = 0, regions: bool = False) -> dict:
+    """Test AP / F1 at the operating threshold (best F1 on D_l), and at the method's own final threshold; `keep` test maps;
+    with `regions`, every test image's detections at the operating threshold (`image_records`, for C3's image bootstrap)."""
     p_l = predict_proba(model, _t(Xl))
     thr, f1_l = best_f1_threshold(p_l, Yl)
     p = predict_proba(model, _t(Xte))
@@ -619,7 +620,30 @@ def evaluate(model: UNet, Xl, Yl, Xte, Yte, own_gamma: float | None = None, keep
         o = detection_metrics(p, Yte, own_gamma)
         out.update(ap_own=o["ap"], f1_own=o["f1"], gamma_own=float(own_gamma))
     if keep: out["maps"] = p[:keep].astype(np.float16)
+    if regions: out["regions"] = image_records(p, Yte, thr)
     return out
+
+def image_records(probs, gts, threshold: float, min_overlap: float = 0.5) -> list:
+    """Per image: (scores, true-positive flags, number of true regions) of its detections at `threshold`, counted as
+    `detection_metrics` counts them (IoP matching, a second hit on a found region ignored); pooled, they give its AP."""
+    recs = []
+    for i in range(len(probs)):
+        r = match_regions(probs[i], gts[i], threshold, "iop")
+        found, sc, fl = set(), [], []
+        for j in np.argsort(-r["score"], kind="stable"):
+            ok = bool(r["gt"][j] >= 0 and r["overlap"][j] > min_overlap)
+            if ok and r["gt"][j] in found: continue
+            if ok: found.add(r["gt"][j])
+            sc.append(float(r["score"][j])); fl.append(ok)
+        recs.append((np.array(sc, float), np.array(fl, bool), int(r["n_gt"])))
+    return recs
+
+def pooled_ap(recs, idx=None) -> float:
+    "Region AP of the images `idx` (all when None; repeats allowed) from their `image_records`."
+    idx = range(len(recs)) if idx is None else idx
+    sel = [recs[i] for i in idx]
+    if not sel: return float("nan")
+    return average_precision(np.concatenate([r[0] for r in sel]), np.concatenate([r[1] for r in sel]), sum(r[2] for r in sel))
 
 # %% ../../nbs/papers/defect_tdist.ipynb #1229dcca
 LEARNED_AP, LEARNED_MARGIN = 0.8, 0.2      # gate "learned": supervised-100% AP and its margin over the trivial detector
@@ -673,6 +697,20 @@ def rule_ablation(full: dict, variant: dict, level: float = 0.95) -> dict:
 def gate_control(ap_continued, ap_step1, max_gain: float = CONTROL_GAIN) -> bool:
     "Negative control: continuing Step 1 on D_l alone gains < max_gain AP on average."
     return bool(np.mean(np.asarray(ap_continued, float) - np.asarray(ap_step1, float)) < max_gain)
+
+def rule_ap_beats(recs_a, recs_b, n_boot: int = 2000, level: float = 0.95, seed: int = 0) -> dict:
+    """C3 in one (type, fraction, training seed) cell: method a's region AP beats b's on the same test images. Paired
+    bootstrap over the images (one draw of images for both arms): passes when the one-sided `level` percentile lower bound
+    of AP(a) − AP(b) lies above 0; a tie fails."""
+    if len(recs_a) != len(recs_b) or not recs_a: raise ValueError(f"rule_ap_beats: the arms need the same test images, got {len(recs_a)} and {len(recs_b)}")
+    rng = np.random.default_rng(seed)
+    n = len(recs_a)
+    draws = [rng.integers(0, n, n) for _ in range(n_boot)]
+    d = np.array([pooled_ap(recs_a, i) - pooled_ap(recs_b, i) for i in draws])
+    d = d[np.isfinite(d)]
+    est = pooled_ap(recs_a) - pooled_ap(recs_b)
+    lo = float(np.quantile(d, 1 - level)) if len(d) else float("nan")
+    return dict(estimate=float(est), lower=lo, n=n, passed=None if not np.isfinite(lo) else bool(lo > 0))
 
 def rule_beats(a: float, b: float) -> bool:
     "a > b (one seed's AP of a method against another's)."

@@ -30,7 +30,7 @@ __all__ = ['CIFAR10_FILES', 'CIFAR100_FILES', 'CIFAR10_VEHICLES', 'MNIST_FILES',
            'forgetting_events', 'top_scores', 'recover_groups', 'recovery_f1', 'group_dro', 'group_accuracy', 'simplex',
            'collapse_bound', 'collapsed_fine_ce', 'case_probabilities', 'case_probabilities_mc', 'rule_learned',
            'rule_gain', 'rule_gain_significant', 'rule_size_order', 'rule_size_order_vs', 'rule_beats_all',
-           'rule_closed_form', 'rule_bound']
+           'rule_items_beat', 'rule_closed_form', 'rule_bound']
 
 # %% ../../nbs/papers/supcon_strata.ipynb #54a98620
 @dataclass
@@ -528,6 +528,14 @@ def rule_beats_all(diffs: dict, margin: float = 0.0, level: float = 0.95) -> tup
     res = {k: beats(np.asarray(v, float), margin=margin, level=level) for k, v in diffs.items()}
     outs = [r["passed"] for r in res.values()]
     return (None if any(o is None for o in outs) else bool(all(outs))), res
+
+def rule_items_beat(ours, baseline, level: float = 0.95, seed: int = 0) -> dict:
+    """C8 in one replicate block: `ours` and `baseline` are (sizes x test items) 0/1 correctness arrays on the block's own test
+    set; d_i = ours − baseline at item i, averaged over the sizes; stats.beats over the items (one-sided `level` bootstrap lower
+    bound of mean d > 0). A tie does not pass."""
+    o, b = np.atleast_2d(np.asarray(ours, float)), np.atleast_2d(np.asarray(baseline, float))
+    if o.shape != b.shape: raise ValueError(f"rule_items_beat: arms must be paired item by item, got {o.shape} and {b.shape}")
+    return beats((o - b).mean(0), margin=0.0, level=level, method="bootstrap", seed=seed)
 
 def rule_closed_form(exact, mc, se, k: float = 4.0) -> bool:
     "Every Monte Carlo estimate within k standard errors (+1e-9) of its closed form."
