@@ -20,7 +20,8 @@ from paperlib.papers.findml_parade import (
     load_celeba, load_lfw, real_class_bench, real_attr_bench, gap_for_present, ita_category, control_per_class,
     CELEBA_SHARES, LFW_RACES, chance_r1, gate_learned, gate_control, gate_gap_exists, gate_sa_learned, paired_family,
     rule_c1, rule_c2, trend_test, rule_c4, rule_c4b, rule_c5, rule_all_significant, rule_share_significant, rule_direction,
-    rule_lenient, rule_probe_lower, rule_c10, rule_not_reduced, c5_implied_ratio, leave_one_seed_out, fragile, make_jobs, knn_purity, ResNet50, load_resnet50)
+    rule_lenient, rule_probe_lower, rule_c10, rule_not_reduced, c5_implied_ratio, leave_one_seed_out, fragile, make_jobs, knn_purity, ResNet50, load_resnet50,
+    item_gap_values, item_gap_diff, rule_every_comparison)
 
 TINY_CFG = dict(steps=3, batch_size=16, m=2, lr=1e-3, weight_decay=4e-4, xi_lr=1e-3, xi_hidden=16, classifiers=("LR",),
                 device="cpu")
@@ -143,6 +144,41 @@ def test_rule_c2():
     assert not rule_c2({**p, ("Triplet·D", "RF"): 0.06})[0]
     assert not rule_c2({k: v for k, v in p.items() if k[0] == "Margin·D"})[0]   # Triplet·D not run
 
+
+def test_item_gap_values_match_the_subgroup_tables():
+    from paperlib.fairness import subgroup_downstream
+    rng = np.random.default_rng(0)
+    y, pred = rng.integers(0, 5, 300), rng.integers(0, 5, 300)
+    pred[:150] = y[:150]                                              # some structure: half the items right
+    g = np.where(rng.random(300) < 0.3, "b", "a").astype(object)
+    labels = list(range(6))                                           # a label never seen: zero_division 0, as the table
+    tab = subgroup_downstream(y, pred, g, labels, order=["a", "b"])
+    for met in ("acc", "prec", "rec"):
+        np.testing.assert_allclose(item_gap_values(y, g, pred, met, labels, ["a", "b"])[0], tab.loc[["a", "b"], met], atol=1e-12)
+    hits = rng.random(300) < 0.4
+    np.testing.assert_allclose(item_gap_values(y, g, hits, "hits", labels, ["a", "b"])[0], [hits[g == "a"].mean(), hits[g == "b"].mean()])
+    with pytest.raises(ValueError, match="unknown metric"): item_gap_values(y, g, pred, "f1", labels, ["a"])
+
+def test_item_gap_diff_passes_a_clear_gap_and_never_a_tie():
+    rng = np.random.default_rng(1)
+    n = 600
+    y, g = rng.integers(0, 4, n), np.where(np.arange(n) % 3 == 0, "minority", "majority").astype(object)
+    fair = np.where(rng.random(n) < 0.8, y, (y + 1) % 4)                       # same accuracy in both groups
+    biased = np.where(rng.random(n) < np.where(g == "minority", 0.5, 0.9), y, (y + 1) % 4)
+    r = item_gap_diff(y, g, biased, fair, GAP_RULE_CLASS, "acc", labels=list(range(4)))
+    assert r["passed"] and r["lower"] > 0 and r["estimate"] > 0.3
+    assert item_gap_diff(y, g, fair, biased, GAP_RULE_CLASS, "acc")["passed"] is False       # the other direction fails
+    tie = item_gap_diff(y, g, fair, fair, GAP_RULE_CLASS, "rec", labels=list(range(4)))
+    assert tie["passed"] is False and tie["estimate"] == 0                                 # a tie never beats
+    assert item_gap_diff(y, g, fair, fair, GAP_RULE_CLASS, "prec", margin=-0.02)["passed"]  # but is not worse by 0.02
+    with pytest.raises(ValueError, match="outcomes"): item_gap_diff(y, g, fair[:-1], fair, GAP_RULE_CLASS)
+
+def test_rule_every_comparison():
+    assert rule_every_comparison({"a": True, "b": True}) == (True, None)
+    ok, why = rule_every_comparison({"a": True, "b": False})
+    assert ok is False and "b" in why
+    assert rule_every_comparison({"a": True, "b": None})[0] is None
+    assert rule_every_comparison({})[0] is None
 
 def test_paired_family_direction():
     x = {"m": [0.2, 0.25, 0.21, 0.3, 0.22], "n": [0.0, 0.02, -0.01, 0.01, 0.0]}

@@ -42,7 +42,8 @@ __all__ = ['METHODS', 'LOSS_PARAMS', 'MINER_PARAMS', 'LOSS_LR', 'GAP_RULE_CLASS'
            'knn_purity', 'tsne_sample', 'chance_r1', 'gate_learned', 'gate_control', 'gate_gap_exists',
            'gate_sa_learned', 'paired_family', 'leave_one_seed_out', 'fragile', 'rule_c1', 'rule_c2', 'trend_test',
            'rule_c4', 'rule_c4b', 'rule_c5', 'c5_implied_ratio', 'rule_all_significant', 'rule_share_significant',
-           'rule_direction', 'rule_not_reduced', 'rule_lenient', 'rule_probe_lower', 'rule_c10']
+           'rule_direction', 'rule_not_reduced', 'rule_lenient', 'rule_probe_lower', 'rule_c10', 'item_gap_values',
+           'item_gap_diff', 'rule_every_comparison']
 
 # %% ../../nbs/papers/findml_parade.ipynb #4b67cb6a
 METHODS = {
@@ -326,20 +327,23 @@ def _long(df: pd.DataFrame, stage: str, metrics) -> list:
 
 def evaluate_model(model, X_test, y_test, g_test, X_fit, y_fit, g_fit, *, labels, classifiers=CLASSIFIERS, seed: int = 0,
                    order=None, fixes: bool = False, a_fit=None, a_test=None, device="cpu", keep: bool = False) -> dict:
-    "Per-subgroup upstream and downstream values (long rows), the attribute probe and, with `keep`, the test embeddings."
+    """Per-subgroup upstream and downstream values (long rows), the attribute probe, the per-item test outcomes (`items`:
+    labels, groups, R@1 hits and each classifier's predictions, for the per-block item tests) and, with `keep`, the test embeddings."""
     E_te, E_fit = embed(model, X_test, device).numpy(), embed(model, X_fit, device).numpy()
+    items = dict(y=np.asarray(y_test), g=np.asarray(g_test, dtype=object), hits=recall_hits(E_te, y_test), pred={})
     rows = _long(subgroup_upstream(E_te, y_test, g_test, order=order, seed=seed), "up", ("R@1", "NMI", "U_KL"))
     rows += _long(subgroup_alignment(E_te, y_test, g_test, order=order), "align", ("pos_dist", "neg_dist"))
     ds = ("acc", "prec", "rec", "prec_within", "rec_within")
     for clf in classifiers:
-        rows += _long(subgroup_downstream(y_test, fit_predict(clf, E_fit, y_fit, E_te, seed), g_test, labels, order), clf, ds)
+        items["pred"][clf] = fit_predict(clf, E_fit, y_fit, E_te, seed)
+        rows += _long(subgroup_downstream(y_test, items["pred"][clf], g_test, labels, order), clf, ds)
     if fixes:
         di = DomainIndependentLR().fit(E_fit, y_fit, g_fit).predict(E_te)
         rows += _long(subgroup_downstream(y_test, di, g_test, labels, order), "DI", ds)
         os_idx = oversample_groups(g_fit, np.random.default_rng([seed, 31]))
         rows += _long(subgroup_downstream(y_test, fit_predict("LR", E_fit, y_fit, E_te, seed, os_idx), g_test, labels, order), "OS", ds)
     probe = attribute_probe(E_fit, a_fit, E_te, a_test, seed) if a_fit is not None else np.nan
-    return dict(rows=rows, probe=probe, E_test=E_te, E_fit=E_fit if keep else None)
+    return dict(rows=rows, probe=probe, items=items, E_test=E_te, E_fit=E_fit if keep else None)
 
 @torch.no_grad()
 def embed_attribute(model: ParadeNet, X, device="cpu", batch_size: int = 512) -> np.ndarray:
@@ -370,7 +374,7 @@ def run_class_job(bench: ClassBench, job: dict, cfg: dict) -> dict:
                         labels=bench.classes, classifiers=cfg["classifiers"], seed=s, order=["majority", "minority"],
                         fixes=job["setting"] == "Imb" or job.get("fixes", False), device=cfg["device"])
     key = dict(part=job.get("part", "A"), bench=bench.name, method=job["method"], setting=job["setting"], seed=s)
-    return dict(key=key, rows=[{**key, **r} for r in ev["rows"]], minority=minority, n_train=len(idx),
+    return dict(key=key, rows=[{**key, **r} for r in ev["rows"]], items=ev["items"], minority=minority, n_train=len(idx),
                 counts=counts, seconds=time.perf_counter() - t0, train_seconds=t_train)
 
 def run_attr_job(bench: AttrBench, job: dict, cfg: dict) -> dict:
@@ -392,7 +396,7 @@ def run_attr_job(bench: AttrBench, job: dict, cfg: dict) -> dict:
     hits = recall_hits(ev["E_test"], bench.y_te)                # negative control: the attribute permuted over the test set
     a_perm = bench.a_te[np.random.default_rng([s, 51]).permutation(len(bench.a_te))]
     perm_gap = subgroup_gap({g: hits[a_perm == g].mean() for g in bench.values if (a_perm == g).any()}, **bench.gap)
-    out = dict(key=key, rows=[{**key, **r} for r in ev["rows"]], probe=ev["probe"], perm_gap=perm_gap, history=res.history,
+    out = dict(key=key, rows=[{**key, **r} for r in ev["rows"]], items=ev["items"], probe=ev["probe"], perm_gap=perm_gap, history=res.history,
                seconds=time.perf_counter() - t0, train_seconds=t_train, E_test=ev["E_test"] if job.get("keep") else None)
     if res.xi is not None:
         E_sa = embed_attribute(res.model, bench.X_te, cfg["device"])
@@ -1062,3 +1066,55 @@ def rule_c10(parade_r1, standard_r1, margin: float = C10_MARGIN) -> dict:
     p, s = np.asarray(parade_r1, float), np.asarray(standard_r1, float)
     if p.shape != s.shape: raise ValueError(f"rule_c10: PARADE and standard need the same seeds, got {p.size} and {s.size}")
     return not_worse(s - p, margin)
+
+# %% ../../nbs/papers/findml_parade.ipynb #34b3fe08
+def item_gap_values(y, groups, a, metric: str, labels, names, W=None) -> np.ndarray:
+    """Per-subgroup values of one model's per-item outcomes `a`, under item weights W (B, n) (None: each item once).
+    metric 'hits': `a` are 0/1 R@k hits, the value is their mean (R@k); 'acc': `a` are predictions, the share correct;
+    'prec' / 'rec': `a` are predictions, macro precision / recall over all `labels` with zero_division 0, as
+    subgroup_downstream computes them. Returns (B, len(names))."""
+    y, a, groups = np.asarray(y), np.asarray(a), np.asarray(groups, dtype=object)
+    W = np.ones((1, len(y))) if W is None else np.asarray(W, float)
+    G = np.stack([groups == g for g in names], 1).astype(float)                      # (n, G)
+    if metric in ("hits", "acc"):
+        c = a.astype(float) if metric == "hits" else (a == y).astype(float)
+        with np.errstate(invalid="ignore", divide="ignore"): return (W @ (G * c[:, None])) / (W @ G)
+    if metric not in ("prec", "rec"): raise ValueError(f"unknown metric {metric!r}; valid: hits, acc, prec, rec")
+    L = np.asarray(labels)
+    Y, P = (y[:, None] == L[None]).astype(float), (a[:, None] == L[None]).astype(float)   # (n, L)
+    out = np.empty((len(W), len(names)))
+    for j in range(len(names)):
+        tp, den = W @ (G[:, j:j + 1] * Y * P), W @ (G[:, j:j + 1] * (Y if metric == "rec" else P))
+        with np.errstate(invalid="ignore", divide="ignore"): out[:, j] = np.where(den > 0, tp / np.where(den > 0, den, 1), 0).mean(1)
+        out[W @ G[:, j] == 0, j] = np.nan                                             # a subgroup with no item has no value
+    return out
+
+def item_gap_diff(y, groups, a, b, gap: dict, metric: str = "acc", labels=None, margin: float = 0.0, level: float = 0.95,
+                  n_boot: int = 1000, seed: int = 0) -> dict:
+    """Within one replicate block: does arm `a` have a larger subgroup gap than arm `b` on the same test items?
+    gap(a) - gap(b) with `gap` a subgroup_gap rule, its one-sided `level` lower bound from a paired bootstrap over the
+    test items (each resample draws items, both arms keep their outcome on them). passed: lower bound > `margin`
+    (`beats` for margin >= 0; a negative margin is a non-inferiority bound, as `not_worse`); a tie never passes; None
+    when the bound cannot be computed. The gap is not a mean over items (macro precision, top-bottom rules), so the
+    statistic itself is resampled rather than a per-item difference."""
+    from paperlib.fairness import subgroup_gap
+    y, groups = np.asarray(y), np.asarray(groups, dtype=object)
+    if not len(y) == len(groups) == len(a) == len(b): raise ValueError(f"item_gap_diff: {len(y)} labels, {len(groups)} groups, {len(a)} and {len(b)} outcomes")
+    names = [g for g in dict.fromkeys(groups.tolist())]
+    labels = np.unique(y) if labels is None else labels
+    W = np.vstack([np.ones(len(y)), np.random.default_rng([seed, 77]).multinomial(len(y), np.full(len(y), 1 / len(y)), size=n_boot)])
+    va, vb = item_gap_values(y, groups, a, metric, labels, names, W), item_gap_values(y, groups, b, metric, labels, names, W)
+    d = np.array([subgroup_gap(dict(zip(names, x)), **gap) - subgroup_gap(dict(zip(names, z)), **gap) for x, z in zip(va, vb)])
+    boot = d[1:][np.isfinite(d[1:])]
+    lower = float(np.quantile(boot, 1 - level)) if len(boot) >= 0.9 * n_boot else float("nan")
+    return dict(estimate=float(d[0]), lower=lower, margin=margin, level=level, n=len(y), n_boot=n_boot,
+                passed=None if not np.isfinite(lower) else bool(lower > margin))
+
+def rule_every_comparison(outcomes: dict) -> tuple[bool | None, str | None]:
+    """One block's outcome when a claim needs every comparison to hold ({name: passed}): True when all pass, None when one
+    could not be computed, else False with the failing names (an intersection-union test: no multiplicity correction)."""
+    if not outcomes: return None, "no comparison"
+    if any(v is None for v in outcomes.values()): return None, "not computable: " + ", ".join(k for k, v in outcomes.items() if v is None)
+    bad = [k for k, v in outcomes.items() if not v]
+    return (False, "fails: " + ", ".join(bad)) if bad else (True, None)
+
