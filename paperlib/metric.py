@@ -270,8 +270,8 @@ class EmbeddingCNN(nn.Module):
 
 @torch.no_grad()
 def embed(model: nn.Module, X, device="cpu", batch_size: int = 512) -> torch.Tensor:
-    "Embeddings of `X` (N x C x H x W) in eval mode, on the CPU."
-    model.eval()
+    "Embeddings of `X` (N x C x H x W) in eval mode, computed on `device` (the model is moved there), returned on the CPU."
+    model.to(device).eval()        # a model rebuilt from a state dict lives on the CPU: it would meet GPU inputs
     X = _as_tensor(X)
     return torch.cat([model(X[s:s + batch_size].to(device)).cpu() for s in range(0, len(X), batch_size)])
 
