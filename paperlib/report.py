@@ -212,8 +212,8 @@ def format_number(v, precision: int = 4) -> str:
 def _styled(df: pd.DataFrame, index: bool = False, precision: int = 4):
     "A DataFrame as an escaped Styler: numbers by `format_number`, text left-aligned; cells, headers and index are text, never markup."
     st = df.style.format(lambda v: format_number(v, precision), escape="html").format_index(escape="html", axis=1)
-    text = [c for c in df.columns if df[c].dtype == object or pd.api.types.is_string_dtype(df[c])]
-    if text: st = st.set_properties(subset=text, **{"text-align": "left"})
+    text = [c for c, t in zip(df.columns, df.dtypes) if t == object or pd.api.types.is_string_dtype(t)]
+    if text and df.columns.is_unique and df.index.is_unique: st = st.set_properties(subset=text, **{"text-align": "left"})  # Styler needs unique labels
     return st.format_index(escape="html", axis=0) if index else st.hide(axis="index")
 
 _VERDICT_STYLE = {REPRODUCED: "background-color:#d4edda", NOT_REPRODUCED: "background-color:#f8d7da",
