@@ -55,7 +55,7 @@ def paper_row(slug: str, rec: dict, budgets: dict, contention: dict, before: dic
     moving = ", ".join(sorted(rec.get("moving") or {}, key=lambda c: (len(c), c))) or "none"
     t0 = seconds(first)
     if (idle or {}).get(slug) and (first.get("load_before") or 0) > 0.5:
-        t0 = f"{seconds(idle[slug])} idle; {t0} in this record"
+        t0 = f"{seconds(idle[slug])} run alone; {t0} in this record"
     return (f"| `{slug}` | {t0} | {', '.join(seconds(r) for r in runs[1:]) or '—'} | {budget} "
             f"| {same_or_list([tally(r.get('counts')) for r in runs])} | {first.get('tested') or '—'} "
             f"| {n_checks} ({checks.get('reproduced', 0)} hold) | {moving} | {f'{slow:.2f}x' if slow else 'not measured'} | {old} |")
