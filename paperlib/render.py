@@ -208,10 +208,9 @@ def claims_sections_html(claims: list[dict]) -> str:
 
 def _gate_budget(g: dict) -> str:
     "A gate's margin past its threshold and, for a learned gate, the calibration that set the budget it tests."
-    out = [f"margin {format_value(g['margin'])}" if g.get("margin") is not None else ""]
+    out = [f"margin {format_value(g['margin'])}"] if g.get("margin") is not None else []
     if g.get("kind") == "learned":
         out.append(f"budget from {g['calibration']}" if g.get("calibration") else "budget not set by a blinded calibration")
-    out = [o for o in out if o]
     return f' <span class="nc">· {esc(" · ".join(out))}</span>' if out else ""
 
 def gates_html(gates: list[dict]) -> str:
