@@ -109,6 +109,7 @@ def collection_rows(reports: Path, root: Path | None = None) -> list[dict]:
                          seconds=(m.get("runner") or {}).get("wall_s"), finished=m.get("finished"),
                          verdicts=tally(m.get("verdicts")), checks=sum(int(v or 0) for k, v in (m.get("checks") or {}).items() if k != "informational"),
                          has_report=(Path(reports) / slug / "report.html").exists(),
+                         runs=sorted(d.name for d in (Path(reports) / "runs" / slug).glob("*") if (d / "report.html").exists()),
                          last_status=st.get("status") or ("ok" if m else "never run"), error=st.get("error"),
                          worker=st.get("worker"), gates_held=sum(g.get("passed") is True for g in gates),
                          gates_declared=len(gates), learned_failed=[g["id"] for g in gates

@@ -10,10 +10,10 @@ from pathlib import Path
 from .report import COUNTED, INFORMATIONAL, VERDICTS, REPRODUCED, NOT_REPRODUCED, format_value, tested_line
 
 # %% auto #0
-__all__ = ['VERDICT_CLASS', 'MATHJAX_CONFIG', 'PAGE_CSS', 'TALLY_LEGEND', 'esc', 'when', 'mathjax_dir', 'mathjax_source',
-           'is_test_only', 'prepare_notebook', 'notebook_css', 'NotebookRenderer', 'tally_html', 'value_html',
-           'claims_table_html', 'claims_sections_html', 'gates_html', 'data_banner', 'paper_header', 'render_cells',
-           'report_page', 'collection_table']
+__all__ = ['VERDICT_CLASS', 'MATHJAX_CONFIG', 'PAGE_CSS', 'CI_BANNER', 'TALLY_LEGEND', 'esc', 'when', 'mathjax_dir',
+           'mathjax_source', 'is_test_only', 'prepare_notebook', 'notebook_css', 'NotebookRenderer', 'tally_html',
+           'value_html', 'claims_table_html', 'claims_sections_html', 'gates_html', 'data_banner', 'paper_header',
+           'render_cells', 'report_page', 'collection_table']
 
 # %% ../nbs/12_render.ipynb #7e31cbd1
 def esc(s) -> str:
@@ -247,6 +247,10 @@ def _headline(counts: dict | None, gates: list[dict], profile: str | None) -> st
            else "the experiment had no room to show the effects or their blocks disagreed")
     return f'<p class="headline"><b>No claim of the paper decided by this {esc(profile or "")} run</b>: {esc(why)}.</p>'
 
+CI_BANNER = ('<p class="headline"><b>A ci run: its verdicts say nothing about the paper.</b> The ci profile proves the '
+             'code path in seconds, with models too small and too briefly trained to learn; run the smoke profile for '
+             'the laptop reproduction.</p>')
+
 def paper_header(meta: dict, manifest: dict | None, claims: dict | None, notice: str = "") -> str:
     "The first screen of a paper: title, venue, authors, data banner, verdict tally, run facts, gates and claims."
     m = manifest or {}
@@ -263,7 +267,7 @@ def paper_header(meta: dict, manifest: dict | None, claims: dict | None, notice:
             + (f'<p class="authors">{esc(meta.get("authors"))}</p>' if meta.get("authors") else "")
             + (f'<p>{esc(meta.get("description"))}</p>' if meta.get("description") else "")
             + notice + (data_banner(m.get("data")) if manifest else "")
-            + _headline(counts, cl.get("gates") or [], m.get("profile"))
+            + (CI_BANNER if m.get("profile") == "ci" else _headline(counts, cl.get("gates") or [], m.get("profile")))
             + (f'<p class="tally"><b>{esc(tested)}</b>: {tally_html(counts)}'
                + (f' <span class="nc">· <a href="#checks">checks of our implementation</a> (never counted): {n_checks}</span>' if n_checks else "")
                + '</p>' if counts else "")
@@ -317,8 +321,14 @@ def _trust(r: dict) -> str:
         out += f'<div class="gate-bad">did not learn: {esc(", ".join(r["learned_failed"]))}</div>'
     return out
 
-def collection_table(rows: list[dict], href_of) -> str:
-    "The collection as an HTML table; `href_of(row)` is the link of a paper's title (None: no link)."
+def _runs(r: dict, runs_href) -> str:
+    "Links to the paper's kept runs, one per profile and seed."
+    if not runs_href or not r.get("runs"): return ""
+    return ('<div class="nc">runs: ' + ", ".join(f'<a href="{esc(runs_href(r, t))}">{esc(t)}</a>' for t in r["runs"]) + "</div>")
+
+def collection_table(rows: list[dict], href_of, runs_href=None) -> str:
+    """The collection as an HTML table; `href_of(row)` is the link of a paper's title (None: no link); `runs_href(row,
+    tag)`, where given, links every kept run of the paper (its profile and seed)."""
     trs = []
     for r in rows:
         href = href_of(r)
@@ -336,6 +346,6 @@ def collection_table(rows: list[dict], href_of) -> str:
         trs.append(f'<tr class="st-{esc(st.replace(" ", "-"))}{ci}"><td>{title}<br><code>{esc(r["slug"])}</code>{err}</td>'
                    f'<td>{esc(r["venue"])}</td><td>{data}</td><td>{_tally_cell(r["verdicts"], r.get("checks") or 0)}{trust}</td>'
                    f'<td>{esc(r["profile"])}{" <span class=nc>(tests the code, not the paper)</span>" if ci else ""}</td>'
-                   f'<td>{esc(r["device"])}</td><td>{secs}</td><td>{esc(word)}<br>{esc(when(r["finished"]))}</td></tr>')
+                   f'<td>{esc(r["device"])}</td><td>{secs}</td><td>{esc(word)}<br>{esc(when(r["finished"]))}{_runs(r, runs_href)}</td></tr>')
     return ('<table class="grid collection"><thead><tr><th>paper</th><th>venue</th><th>data</th><th>verdicts</th><th>profile</th>'
             f'<th>device</th><th>run time</th><th>last run</th></tr></thead><tbody>{"".join(trs)}</tbody></table>')

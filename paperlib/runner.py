@@ -17,11 +17,11 @@ from .collection import (paper_notebooks, check_papers, paper_meta, code_cells, 
 from .render import report_page, collection_table, esc, PAGE_CSS, TALLY_LEGEND
 
 # %% auto #0
-__all__ = ['KERNEL_PREFIX', 'batch_params', 'imported_modules', 'packages_digest', 'code_digest', 'dataset_fingerprints',
+__all__ = ['KERNEL_PREFIX', 'RUNS', 'batch_params', 'imported_modules', 'packages_digest', 'code_digest', 'dataset_fingerprints',
            'gpu_visible', 'cache_key', 'cell_seconds', 'execute_paper', 'withhold_outputs', 'write_report',
-           'error_text', 'child_main', 'Job', 'Outcome', 'PaperRun', 'plan', 'finish', 'die_with_parent', 'run_child',
-           'Interrupted', 'LocalExecutor', 'reproduce', 'make_executor', 'write_index', 'format_table', 'tally_text',
-           'summary']
+           'error_text', 'child_main', 'Job', 'Outcome', 'PaperRun', 'run_tag', 'kept_run', 'may_show', 'show_run',
+           'plan', 'finish', 'die_with_parent', 'run_child', 'Interrupted', 'LocalExecutor', 'reproduce',
+           'make_executor', 'write_index', 'format_table', 'tally_text', 'summary']
 
 # %% ../nbs/07_runner.ipynb #d8189760
 def batch_params(cfg: dict, **given) -> RunParams:
@@ -242,16 +242,52 @@ def _staging(reports: Path, slug: str) -> Path:
     d.mkdir(parents=True)
     return d
 
+RUNS = "runs"   # reports/runs/<slug>/<profile>-seed<seed>/: every good run kept, one folder per profile and seed
+
+def run_tag(params: dict) -> str:
+    "The folder a run is kept in under reports/runs/<slug>/: its profile and seed, e.g. `smoke-seed0`."
+    return f"{params['profile']}-seed{params['seed']}"
+
+def kept_run(reports: Path, slug: str, params: dict) -> Path:
+    return Path(reports) / RUNS / slug / run_tag(params)
+
+def may_show(profile: str | None, shown: dict | None) -> bool:
+    "Whether a run of `profile` becomes reports/<slug>/: a ci run never replaces a smoke or full report."
+    return shown is None or profile != "ci" or shown.get("profile") == "ci"
+
+def _same_run(a: dict | None, b: dict | None) -> bool:
+    key = lambda m: (((m or {}).get("runner") or {}).get("cache_key"), (m or {}).get("finished"))
+    return a is not None and b is not None and key(a) == key(b)
+
+def _link_or_copy(src, dst):
+    try: os.link(src, dst)            # a hard link: the shown report costs no space beside its kept run
+    except OSError: shutil.copy2(src, dst)
+
+def show_run(reports: Path, slug: str, kept: Path) -> bool:
+    """Make the kept run `kept` the report in reports/<slug>/ (what the index links to), unless it is a ci run and a
+    smoke or full report is there; True when reports/<slug>/ now shows it."""
+    shown, new = read_manifest(reports, slug), read_manifest(kept.parent, kept.name)
+    if _same_run(shown, new): return True
+    if new is None or not may_show(new.get("profile"), shown): return False
+    staging = Path(reports) / ".staging" / f"{slug}-{os.getpid()}-{time.time_ns()}"
+    staging.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(kept, staging, copy_function=_link_or_copy)
+    _swap_in(staging, Path(reports) / slug)
+    return True
+
 def plan(slugs: list[str], params: RunParams, reports: Path, root: Path, force: bool, log=print) -> tuple[dict, list[Job]]:
-    "(cached runs, jobs to run): a paper is cached when its key equals that of its last good report."
+    """(cached runs, jobs to run): a paper is cached when its key equals that of its kept run of the same profile and
+    seed; a cached run is shown again in reports/<slug>/ (as a new run would be)."""
     nbs, pkgs, runs, jobs = paper_notebooks(root), packages_digest(), {}, []
     p = {k: v for k, v in params.to_dict().items() if k != "out_dir"}
     for s in slugs:
         key, parts = cache_key(nbs[s], p, pkgs)
-        m = read_manifest(reports, s)
+        kept = kept_run(reports, s, p)
+        m = read_manifest(kept.parent, kept.name)
         if not force and m and (m.get("runner") or {}).get("cache_key") == key and m.get("status") == "ok" \
-                and (Path(reports) / s / "report.html").exists():
+                and (kept / "report.html").exists():
             runs[s] = PaperRun(s, "cached", 0.0, None, m.get("verdicts"))
+            show_run(reports, s, kept)
             log(f"[{s}] unchanged since {time.strftime('%Y-%m-%d %H:%M', time.localtime(m.get('finished', 0)))}: cached")
         else: jobs.append(Job(s, nbs[s], p, key, parts, _staging(reports, s)))
     return runs, jobs
@@ -286,7 +322,12 @@ def finish(reports: Path, job: Job, out: Outcome, log=print) -> PaperRun:
     verdicts = None
     if out.status == "ok":
         verdicts = json.loads((job.staging / "manifest.json").read_text()).get("verdicts")
-        _swap_in(job.staging, Path(reports) / job.slug)
+        kept = kept_run(reports, job.slug, job.params)
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        _swap_in(job.staging, kept)
+        if not show_run(reports, job.slug, kept):
+            log(f"[{job.slug}] a ci run: kept in {kept.relative_to(reports)}/, the {read_manifest(reports, job.slug)['profile']} "
+                f"report in {job.slug}/ stays on the index")
     else: _keep_failed(reports, job, out)
     run = PaperRun(job.slug, out.status, round(out.seconds, 1), out.error, verdicts, out.worker)
     record_status(reports, job.slug, dict(asdict(run), profile=job.params.get("profile"), when=time.time()))
@@ -440,7 +481,8 @@ def make_executor(name: str, jobs: int, jobs_given: bool, timeout: float, schedu
 def write_index(reports: Path, root: Path | None = None) -> Path:
     "Write reports/index.html for the collection."
     rows = collection_rows(reports, root)
-    table = collection_table(rows, lambda r: f"{r['slug']}/report.html" if r["has_report"] else None)
+    table = collection_table(rows, lambda r: f"{r['slug']}/report.html" if r["has_report"] else None,
+                             lambda r, tag: f"{RUNS}/{r['slug']}/{tag}/report.html")
     page = f"""<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>paperlib — the collection</title>
 <style>body{{font-family:system-ui,sans-serif;margin:2em;color:#222}}{PAGE_CSS}</style></head><body>
 <h1>paperlib</h1><p>{len(rows)} paper(s). Verdicts: {TALLY_LEGEND}. "embedded" data is a proxy shipped with paperlib: it

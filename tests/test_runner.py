@@ -284,3 +284,26 @@ def test_calibration_of_a_notebook_that_ignores_blind_fails(tmp_path):
     assert r.status == "failed" and "is a calibration seed" in r.error, r.error
     failed = project / "reports" / "calibration" / ".failed" / "good"
     assert "reproduced" not in (failed / "good.ipynb").read_text()            # its outputs were withheld all the same
+
+def test_runs_are_kept_apart_per_profile_and_seed(project):
+    """Every good run is kept under reports/runs/<slug>/<profile>-seed<seed>/; reports/<slug>/ shows the latest one,
+    except that a ci run never replaces a smoke report; going back to a kept run is a cache hit that shows it again."""
+    reports = project / "reports"
+    shown = lambda: json.loads((reports / "good/manifest.json").read_text())
+    assert run(project, ["good"], profile="smoke")["good"].status == "ok"
+    assert (reports / "runs/good/smoke-seed0/report.html").exists() and shown()["profile"] == "smoke"
+    assert run(project, ["good"], profile="ci")["good"].status == "ok"
+    assert (reports / "runs/good/ci-seed0/report.html").exists()
+    assert shown()["profile"] == "smoke"                               # the ci run did not replace the smoke report
+    assert "say nothing about the paper" in (reports / "runs/good/ci-seed0/report.html").read_text()
+    assert "say nothing about the paper" not in (reports / "good/report.html").read_text()
+    assert run(project, ["good"], profile="smoke", seed=1)["good"].status == "ok"
+    assert shown()["parameters"]["seed"] == 1
+    assert run(project, ["good"], profile="smoke")["good"].status == "cached"
+    assert shown()["parameters"]["seed"] == 0                          # the kept seed-0 run is shown again
+    index = (reports / "index.html").read_text()
+    for tag in ("ci-seed0", "smoke-seed0", "smoke-seed1"): assert f'href="runs/good/{tag}/report.html"' in index
+    # the shown report is its own folder: a later run of the same profile and seed does not change it under a reader
+    before = (reports / "good/report.html").read_text()
+    assert run(project, ["good"], profile="smoke", seed=1, force=True)["good"].status == "ok"
+    assert (reports / "runs/good/smoke-seed0/report.html").read_text() == before
