@@ -1581,6 +1581,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                  'paperlib.report.escape_md': ('report.html#escape_md', 'paperlib/report.py'),
                                  'paperlib.report.format_number': ('report.html#format_number', 'paperlib/report.py'),
                                  'paperlib.report.format_value': ('report.html#format_value', 'paperlib/report.py'),
+                                 'paperlib.report.palette_png': ('report.html#palette_png', 'paperlib/report.py'),
                                  'paperlib.report.rule_outcome': ('report.html#rule_outcome', 'paperlib/report.py'),
                                  'paperlib.report.tested_line': ('report.html#tested_line', 'paperlib/report.py'),
                                  'paperlib.report.to_jsonable': ('report.html#to_jsonable', 'paperlib/report.py'),

@@ -242,3 +242,23 @@ def test_screenshots(site, browser):
         browser.save_screenshot(str(ARTIFACTS / name))
         assert (ARTIFACTS / name).stat().st_size > 10_000
         print(f"screenshot: {ARTIFACTS / name}")
+
+def test_standalone_report_typesets_offline(site, browser):
+    """A report.html opened from file:// on its own unpacks its compressed MathJax, typesets the notebook's math and
+    asks nothing of the network."""
+    _, reports = site
+    page = reports / PILOT / "report.html"
+    browser.get_log("performance"); browser.get_log("browser")
+    browser.get(page.resolve().as_uri())
+    browser.execute_async_script(
+        "const done = arguments[arguments.length - 1], t0 = Date.now();"
+        "(function wait() { if (window.MathJax && MathJax.startup && MathJax.startup.promise)"
+        "  MathJax.startup.promise.then(() => done(true), e => done(String(e)));"
+        " else if (Date.now() - t0 > 60000) done('MathJax never started'); else setTimeout(wait, 50); })();")
+    math = browser.execute_script("return [document.querySelectorAll('mjx-container').length,"
+                                  " document.querySelectorAll('mjx-merror, [data-mjx-error]').length]")
+    assert math[0] > 0 and math[1] == 0, math
+    urls = [json.loads(e["message"])["message"]["params"]["request"]["url"] for e in browser.get_log("performance")
+            if json.loads(e["message"])["message"]["method"] == "Network.requestWillBeSent"]
+    assert not [u for u in urls if not u.startswith(("file:", "data:", "blob:", "about:"))], urls
+    assert not [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
