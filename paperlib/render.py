@@ -13,7 +13,7 @@ from .report import COUNTED, INFORMATIONAL, VERDICTS, REPRODUCED, NOT_REPRODUCED
 __all__ = ['VERDICT_CLASS', 'MATHJAX_CONFIG', 'PAGE_CSS', 'CI_BANNER', 'TALLY_LEGEND', 'esc', 'when', 'mathjax_dir',
            'mathjax_source', 'is_test_only', 'prepare_notebook', 'notebook_css', 'NotebookRenderer', 'tally_html',
            'value_html', 'claims_table_html', 'claims_sections_html', 'gates_html', 'data_banner', 'paper_header',
-           'render_cells', 'report_page', 'collection_table']
+           'render_cells', 'contents_html', 'report_page', 'collection_table']
 
 # %% ../nbs/12_render.ipynb #7e31cbd1
 def esc(s) -> str:
@@ -97,6 +97,15 @@ _CELLS_TEMPLATE = r"""{%- extends 'lab/index.html.j2' -%}
 {%- block footer -%}{%- endblock footer -%}
 """
 
+# a paper's code folded under a one-line summary: a reader meets the results first and opens any cell they want
+_FOLDED_TEMPLATE = _CELLS_TEMPLATE + r"""
+{%- block input_group -%}
+{%- if cell.cell_type == 'code' -%}
+<details class="code-fold"><summary><code>{{ (cell.source.split('\n') | first)[:90] | e }}</code></summary>{{ super() }}</details>
+{%- else -%}{{ super() }}{%- endif -%}
+{%- endblock input_group -%}
+"""
+
 _CSS_TEMPLATE = r"""{%- extends 'lab/index.html.j2' -%}
 {%- block html_head_js -%}{%- endblock html_head_js -%}
 {%- block jupyter_widgets -%}{%- endblock jupyter_widgets -%}
@@ -140,8 +149,9 @@ def notebook_css() -> str:
     return css
 
 class NotebookRenderer:
-    "Renders notebooks to HTML fragments of their cells, as a reader should see them (one exporter, reused)."
-    def __init__(self): self.exporter = _fast_exporter(_CELLS_TEMPLATE)
+    """Renders notebooks to HTML fragments of their cells, as a reader should see them (one exporter, reused);
+    `fold`: each code cell folded under its first line."""
+    def __init__(self, fold: bool = False): self.exporter = _fast_exporter(_FOLDED_TEMPLATE if fold else _CELLS_TEMPLATE)
     def __call__(self, nb, links: dict[str, str] | None = None, keep_tests: bool = False) -> str:
         body, _ = self.exporter.from_notebook_node(prepare_notebook(nb, keep_tests=keep_tests))
         if links:  # href="02_stats.ipynb" or href="papers/x.ipynb#sec" -> the page of that notebook
@@ -168,6 +178,10 @@ table.grid th{background:#f4f5f7}
 tr.profile-ci td{color:#888}.tally{font-size:1.05rem;margin:.4rem 0}.headline{background:#fff3cd;border-left:4px solid #e0a800;padding:.3rem .6rem;margin:.4rem 0}.gate-ok{color:#1e7e34}.gate-bad{color:#b3261e;font-weight:700}
 .nc{color:#5b6472}.rule-src{font-size:.8rem;color:#5b6472}.post-hoc{color:#9a3412;font-size:.85rem}
 details pre{white-space:pre-wrap;font-size:.8rem;max-height:20rem;overflow:auto}
+details.code-fold>summary{cursor:pointer;color:#5b6472;font-size:.8rem;padding:.1rem 0;list-style-position:inside}
+details.code-fold>summary code{background:none;color:#5b6472}details.code-fold[open]>summary{color:#24509a}
+nav.toc{border:1px solid #e3e6eb;background:#fafbfc;padding:.5rem 1rem;margin:.8rem 0;font-size:.9rem;columns:2}
+nav.toc ul{margin:.3rem 0;padding-left:1rem}nav.toc li.toc-h3{margin-left:1rem;font-size:.85rem}.jump{font-size:.9rem}
 """
 
 def tally_html(counts: dict | None) -> str:
@@ -281,18 +295,34 @@ def paper_header(meta: dict, manifest: dict | None, claims: dict | None, notice:
             + (claims_sections_html(cl.get("claims") or []) if claims else "") + "</header>")
 
 # %% ../nbs/12_render.ipynb #60ccac01
-_RENDERER = None
+_RENDERERS = {}
 
 def render_cells(nb, links: dict | None = None, keep_tests: bool = False) -> str:
-    "The cells of notebook `nb` (a NotebookNode or a path) as a reader's HTML fragment."
-    global _RENDERER
+    """The cells of notebook `nb` (a NotebookNode or a path) as a reader's HTML fragment: a paper's code folded, a
+    library's (`keep_tests`: its tests document it) open."""
     import nbformat
     if not hasattr(nb, "cells"): nb = nbformat.read(str(nb), as_version=4)
-    if _RENDERER is None: _RENDERER = NotebookRenderer()
-    return _RENDERER(nb, links, keep_tests)
+    fold = not keep_tests
+    if fold not in _RENDERERS: _RENDERERS[fold] = NotebookRenderer(fold)
+    return _RENDERERS[fold](nb, links, keep_tests)
+
+def contents_html(body: str) -> str:
+    "A table of contents of the rendered cells' section headings (h1-h3), linked to their anchors."
+    heads = re.findall(r'<h([1-3]) id="([^"]+)"[^>]*>(.*?)</h\1>', body, re.S)
+    plain = lambda t: re.sub(r"<[^>]+>", "", re.sub(r'<a class="anchor-link".*?</a>', "", t)).strip()
+    items = "".join(f'<li class="toc-h{lvl}"><a href="#{hid}">{plain(text)}</a></li>' for lvl, hid, text in heads)
+    return f'<nav class="toc"><b>Contents</b><ul>{items}</ul></nav>' if items else ""
+
+def _mark_plan(body: str) -> str:
+    "Give the 'Plan vs this profile' table's label an anchor, for the first screen's link."
+    return body.replace("<strong>Plan vs this profile.</strong>", '<strong id="plan">Plan vs this profile.</strong>', 1)
 
 def report_page(executed: Path, meta: dict, manifest: dict | None, claims: dict | None, notice: str = "") -> str:
-    "The whole standalone report.html of an executed paper notebook."
+    """The whole standalone report.html of an executed paper notebook: the first screen (verdicts, gates, claims), links
+    to the plan table and the contents, then the paper's sections with their code folded."""
+    body = _mark_plan(render_cells(executed))
+    jump = " · ".join(x for x in ('<a href="#plan">Plan vs this profile</a>' if 'id="plan"' in body else "",
+                                   '<a href="#contents">Contents</a>') if x)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{esc(meta.get("title"))} — paperlib report</title>
@@ -302,7 +332,8 @@ section.report{{border-top:2px solid #e3e6eb;margin-top:1.5rem}}</style>
 <script>{MATHJAX_CONFIG}</script><script>{mathjax_source()}</script></head>
 <body data-jp-theme-light="true" data-jp-theme-name="JupyterLab Light">
 {paper_header(meta, manifest, claims, notice)}
-<section class="report"><div class="jp-Notebook">{render_cells(executed)}</div></section>
+<p class="jump">{jump}</p><div id="contents">{contents_html(body)}</div>
+<section class="report"><div class="jp-Notebook">{body}</div></section>
 </body></html>
 """
 
