@@ -9,7 +9,7 @@ STAMP   := $(VENV)/.installed
 PROFILE ?= smoke
 JOBS    ?= 1
 
-.PHONY: env reproduce test bench check-determinism clean-reports docs browser numbers seed-stability
+.PHONY: env jupyter-env reproduce test bench check-determinism clean-reports docs browser numbers seed-stability
 
 # torch first and pinned: torch==2.13.0 is the CPU build on our machines' disk, while a bare `torch`
 # (asked for by pytorch-metric-learning) would pull a multi-GB CUDA build (DESIGN.md 3.3).
@@ -17,9 +17,17 @@ $(STAMP): pyproject.toml requirements-lock.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --disable-pip-version-check torch==2.13.0
 	$(BIN)/python -m pip install -q --disable-pip-version-check -c requirements-lock.txt -e ".[dev]"
+	$(MAKE) --no-print-directory jupyter-env
 	touch $(STAMP)
 
 env: $(STAMP)
+
+# JupyterLab as nbdev intends: a kernel named for the project (the notebooks name it, so Lab has nothing to rewrite
+# when one opens) and nbdev's clean hook on every save, both inside .venv (nothing written to ~/.jupyter)
+jupyter-env:
+	$(BIN)/python -m ipykernel install --sys-prefix --name paperlib --display-name paperlib >/dev/null
+	mkdir -p $(VENV)/etc/jupyter
+	printf '{"ContentsManager": {"pre_save_hook": "nbdev.clean.clean_jupyter"}}\n' > $(VENV)/etc/jupyter/jupyter_server_config.json
 
 reproduce: $(STAMP)
 	$(BIN)/paperlib reproduce --profile $(PROFILE) --jobs $(JOBS)
