@@ -99,7 +99,8 @@ def collection_rows(reports: Path, root: Path | None = None) -> list[dict]:
     status, rows = load_status(reports), []
     for slug, nb in paper_notebooks(root).items():
         meta, m, st = paper_meta(nb), read_manifest(reports, slug) or {}, status.get(slug, {})
-        gates = (read_claims(reports, slug) or {}).get("gates") or []
+        cl = read_claims(reports, slug) or {}
+        gates = cl.get("gates") or []
         data = m.get("data") or {}
         rows.append(dict(slug=slug, title=meta["title"], venue=meta["venue"], authors=meta["authors"],
                          description=meta["description"], datasets=meta["datasets"],
@@ -112,7 +113,8 @@ def collection_rows(reports: Path, root: Path | None = None) -> list[dict]:
                          runs=sorted(d.name for d in (Path(reports) / "runs" / slug).glob("*") if (d / "report.html").exists()),
                          last_status=st.get("status") or ("ok" if m else "never run"), error=st.get("error"),
                          worker=st.get("worker"), gates_held=sum(g.get("passed") is True for g in gates),
-                         gates_declared=len(gates), learned_failed=[g["id"] for g in gates
+                         gates_declared=len(gates), seed_sensitive=[c["id"] for c in cl.get("claims") or []
+                                                                   if str(c.get("reason") or "").startswith("seed-sensitive")], learned_failed=[g["id"] for g in gates
                                                                     if g.get("kind") == "learned" and g.get("passed") is not True]))
     return rows
 

@@ -10,10 +10,10 @@ from pathlib import Path
 from .report import COUNTED, INFORMATIONAL, VERDICTS, REPRODUCED, NOT_REPRODUCED, format_value, tested_line
 
 # %% auto #0
-__all__ = ['VERDICT_CLASS', 'MATHJAX_CONFIG', 'PAGE_CSS', 'CI_BANNER', 'TALLY_LEGEND', 'esc', 'when', 'mathjax_dir',
-           'mathjax_source', 'is_test_only', 'prepare_notebook', 'notebook_css', 'NotebookRenderer', 'tally_html',
-           'value_html', 'claims_table_html', 'claims_sections_html', 'gates_html', 'data_banner', 'paper_header',
-           'render_cells', 'contents_html', 'report_page', 'collection_table']
+__all__ = ['VERDICT_CLASS', 'MATHJAX_CONFIG', 'PAGE_CSS', 'CI_BANNER', 'TALLY_LEGEND', 'VERDICT_FILTER', 'esc', 'when',
+           'mathjax_dir', 'mathjax_source', 'is_test_only', 'prepare_notebook', 'notebook_css', 'NotebookRenderer',
+           'tally_html', 'value_html', 'claims_table_html', 'claims_sections_html', 'gates_html', 'data_banner',
+           'paper_header', 'render_cells', 'contents_html', 'report_page', 'collection_table']
 
 # %% ../nbs/12_render.ipynb #7e31cbd1
 def esc(s) -> str:
@@ -356,12 +356,19 @@ def _trust(r: dict) -> str:
     out = f'<div class="nc">gates held: {r["gates_held"]} of {r["gates_declared"]}</div>'
     if r.get("learned_failed"):
         out += f'<div class="gate-bad">did not learn: {esc(", ".join(r["learned_failed"]))}</div>'
+    if r.get("seed_sensitive"):
+        out += f'<div class="v-inconclusive" style="font-weight:normal">seed-sensitive: {esc(", ".join(r["seed_sensitive"]))}</div>'
     return out
 
 def _runs(r: dict, runs_href) -> str:
     "Links to the paper's kept runs, one per profile and seed."
     if not runs_href or not r.get("runs"): return ""
     return ('<div class="nc">runs: ' + ", ".join(f'<a href="{esc(runs_href(r, t))}">{esc(t)}</a>' for t in r["runs"]) + "</div>")
+
+VERDICT_FILTER = ('<p class="nc"><label>Show papers with a claim that is <select onchange="for (const tr of document.querySelectorAll('
+                  "'table.collection tbody tr')) tr.hidden = !!this.value && !(tr.dataset.verdicts || '').split(' ').includes(this.value)\">"
+                  '<option value="">any verdict</option>'
+                  + "".join(f'<option value="{VERDICT_CLASS[v]}">{v}</option>' for v in COUNTED) + "</select></label></p>")
 
 def collection_table(rows: list[dict], href_of, runs_href=None) -> str:
     """The collection as an HTML table; `href_of(row)` is the link of a paper's title (None: no link); `runs_href(row,
@@ -380,9 +387,10 @@ def collection_table(rows: list[dict], href_of, runs_href=None) -> str:
         word = {"ok": "ok", "cached": "ok (cached)"}.get(st, st)
         trust = _trust(r)
         ci = " profile-ci" if r.get("profile") == "ci" else ""
-        trs.append(f'<tr class="st-{esc(st.replace(" ", "-"))}{ci}"><td>{title}<br><code>{esc(r["slug"])}</code>{err}</td>'
+        has = " ".join(VERDICT_CLASS[v] for v in COUNTED if int((r["verdicts"] or {}).get(v) or 0))
+        trs.append(f'<tr class="st-{esc(st.replace(" ", "-"))}{ci}" data-verdicts="{has}"><td>{title}<br><code>{esc(r["slug"])}</code>{err}</td>'
                    f'<td>{esc(r["venue"])}</td><td>{data}</td><td>{_tally_cell(r["verdicts"], r.get("checks") or 0)}{trust}</td>'
                    f'<td>{esc(r["profile"])}{" <span class=nc>(tests the code, not the paper)</span>" if ci else ""}</td>'
                    f'<td>{esc(r["device"])}</td><td>{secs}</td><td>{esc(word)}<br>{esc(when(r["finished"]))}{_runs(r, runs_href)}</td></tr>')
-    return ('<table class="grid collection"><thead><tr><th>paper</th><th>venue</th><th>data</th><th>verdicts</th><th>profile</th>'
+    return (VERDICT_FILTER + '<table class="grid collection"><thead><tr><th>paper</th><th>venue</th><th>data</th><th>verdicts</th><th>profile</th>'
             f'<th>device</th><th>run time</th><th>last run</th></tr></thead><tbody>{"".join(trs)}</tbody></table>')

@@ -171,12 +171,10 @@ def render_page(page: Page, pages: list[Page], built: str) -> str:
 # %% ../nbs/09_site.ipynb #db773029
 def home_body(rows: list[dict], page_of: dict[str, str]) -> str:
     "The collection index as the site's home page."
-    from paperlib.report import VERDICTS
-    tot = {v: sum((r["verdicts"] or {}).get(v, 0) for r in rows) for v in VERDICTS}
     ran = sum(r["has_report"] for r in rows)
-    from paperlib.render import tally_html
     return f"""<h1>The paperlib collection</h1>
-<p>{len(rows)} paper(s), {ran} with a report. Across the collection: {tally_html(tot)}.</p>
+<p>{len(rows)} paper(s), {ran} with a report. Each paper's verdicts rest on its own data, gates and profile: they are
+never added up across papers.</p>
 <p>Verdicts read {TALLY_LEGEND}. <span class="badge embedded">embedded</span> data is a proxy shipped with paperlib: it tests
 the direction and significance of the paper's effects, never its absolute numbers; <span class="badge real">real</span> means the
 paper's dataset. See the <a href="guide.html">guide</a> to rerun a paper, at full scale or on real data, and

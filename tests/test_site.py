@@ -262,3 +262,18 @@ def test_standalone_report_typesets_offline(site, browser):
             if json.loads(e["message"])["message"]["method"] == "Network.requestWillBeSent"]
     assert not [u for u in urls if not u.startswith(("file:", "data:", "blob:", "about:"))], urls
     assert not [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+
+def test_home_filters_papers_by_verdict(site, browser):
+    "The collection's verdict filter shows only the papers with a claim of that verdict, and 'any verdict' all again."
+    out, _ = site
+    browser.get((out / "index.html").resolve().as_uri())
+    rows = "return [...document.querySelectorAll('table.collection tbody tr')].map(tr => [tr.dataset.verdicts, tr.hidden])"
+    everything = browser.execute_script(rows)
+    assert len(everything) == 3 and not any(h for _, h in everything)
+    from selenium.webdriver.support.ui import Select
+    pick = Select(browser.find_element("css selector", "select"))
+    for value in ("v-reproduced", "v-not-checkable", ""):
+        pick.select_by_value(value)
+        shown = browser.execute_script(rows)
+        assert all(hidden == (bool(value) and value not in v.split()) for v, hidden in shown), (value, shown)
+    assert "Across the collection" not in (out / "index.html").read_text()
