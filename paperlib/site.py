@@ -4,7 +4,7 @@
 
 # %% ../nbs/09_site.ipynb #46cb57cc
 from __future__ import annotations
-import os, re, sys, json, time, shutil, inspect, importlib
+import os, re, sys, json, time, shutil, inspect, importlib, html as _html
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,9 +14,9 @@ from .render import (esc, when, mathjax_dir, MATHJAX_CONFIG, PAGE_CSS, TALLY_LEG
                              paper_header, collection_table)
 
 # %% auto #0
-__all__ = ['SITE_CSS', 'FAVICON', 'GUIDES', 'Page', 'rel', 'copy_mathjax', 'source_html', 'api_entries', 'api_html', 'sidebar',
-           'render_page', 'home_body', 'run_notice', 'report_source', 'paper_layouts', 'datasets_markdown',
-           'library_notebooks', 'build_site']
+__all__ = ['SITE_CSS', 'FAVICON', 'SEARCH_JS', 'GUIDES', 'Page', 'rel', 'copy_mathjax', 'source_html', 'api_entries', 'api_html',
+           'sidebar', 'render_page', 'home_body', 'search_documents', 'write_search', 'run_notice', 'report_source',
+           'paper_layouts', 'datasets_markdown', 'library_notebooks', 'build_site']
 
 # %% ../nbs/09_site.ipynb #c7c12ee5
 @dataclass
@@ -109,6 +109,7 @@ SITE_CSS = PAGE_CSS + """
 :root{--side:17rem;--ink:#1d2330;--muted:#5b6472;--line:#e3e6eb}
 *{box-sizing:border-box} body{margin:0;font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--ink);line-height:1.5}
 nav.sidebar{position:fixed;top:0;left:0;bottom:0;width:var(--side);overflow-y:auto;background:#f6f7f9;border-right:1px solid var(--line);padding:1rem .9rem;font-size:.92rem}
+form.search input{width:100%;padding:.3rem .5rem;margin:.4rem 0 .6rem;border:1px solid var(--line);border-radius:.3rem;font:inherit}
 nav.sidebar .brand{font-weight:700;font-size:1.15rem;margin-bottom:.6rem;display:block;color:var(--ink);text-decoration:none}
 nav.sidebar h4{margin:1rem 0 .3rem;font-size:.75rem;text-transform:uppercase;letter-spacing:.06em;color:var(--muted)}
 nav.sidebar ul{list-style:none;margin:0;padding:0} nav.sidebar li{margin:.12rem 0}
@@ -146,7 +147,9 @@ def sidebar(pages: list[Page], current: Page) -> str:
         return "".join(out)
     home = next(p for p in pages if p.section == "home")
     groups = [("", "guide"), ("Papers", "papers"), ("Library", "library")]
-    return (f'<nav class="sidebar" aria-label="site"><a class="brand" href="{rel(current.path, home.path)}">paperlib</a><ul>{items("home")}</ul>'
+    search = (f'<form class="search" action="{rel(current.path, "search.html")}" role="search"><input type="search" name="q" '
+              'placeholder="Search the docs" aria-label="Search the docs"></form>')
+    return (f'<nav class="sidebar" aria-label="site"><a class="brand" href="{rel(current.path, home.path)}">paperlib</a>{search}<ul>{items("home")}</ul>'
             + "".join((f"<h4>{t}</h4>" if t else "") + f"<ul>{items(s)}</ul>" for t, s in groups) + "</nav>")
 
 def render_page(page: Page, pages: list[Page], built: str) -> str:
@@ -180,6 +183,49 @@ the direction and significance of the paper's effects, never its absolute number
 paper's dataset. See the <a href="guide.html">guide</a> to rerun a paper, at full scale or on real data, and
 <a href="adding_a_paper.html">adding a paper</a> to write one.</p>
 {collection_table(rows, lambda r: page_of[r["slug"]])}"""
+
+# %% ../nbs/09_site.ipynb #79c0a17f
+def _text(html: str, limit: int = 20000) -> str:
+    "A page's words for the index: no tags, no scripts or styles, whitespace collapsed."
+    html = re.sub(r"<(script|style)\b.*?</\1>", " ", html, flags=re.S)
+    return re.sub(r"\s+", " ", _html.unescape(re.sub(r"<[^>]+>", " ", html))).strip()[:limit]
+
+def search_documents(pages: list[Page]) -> list[dict]:
+    "One search document per page: its path, title and words."
+    return [dict(id=p.path, title=p.title, body=_text(p.body)) for p in pages if p.path != "search.html"]
+
+SEARCH_JS = r"""
+const q = (new URLSearchParams(location.search).get("q") || "").trim(), out = document.getElementById("results");
+document.getElementById("q").value = q;
+const idx = lunr.Index.load(PAPERLIB_SEARCH.index);
+let hits = [];
+if (q) { try { hits = idx.search(q); } catch (e) { hits = idx.search(q.replace(/[:~^+*\-]/g, " ")); } }
+document.getElementById("count").textContent = q ? hits.length + " page(s) for \u201c" + q + "\u201d" : "";
+for (const h of hits.slice(0, 50)) {
+  const d = PAPERLIB_SEARCH.docs[h.ref], li = document.createElement("li"), a = document.createElement("a");
+  a.href = h.ref; a.textContent = d.title; li.appendChild(a);
+  const s = document.createElement("div"); s.className = "nc"; s.textContent = d.snippet; li.appendChild(s);
+  out.appendChild(li);
+}"""
+
+def write_search(site: Path, pages: list[Page]) -> Path:
+    "Write search.html with lunr.js and the lunr index of every page under `site`; return the index script."
+    import lunr, mkdocs
+    docs = search_documents(pages)
+    index = lunr.lunr(ref="id", fields=[dict(field_name="title", boost=10), "body"], documents=docs)
+    d = Path(site) / "static" / "search"
+    d.mkdir(parents=True, exist_ok=True)
+    shutil.copy(Path(mkdocs.__file__).parent / "contrib" / "search" / "templates" / "search" / "lunr.js", d / "lunr.js")
+    meta = {x["id"]: dict(title=x["title"], snippet=x["body"][:200]) for x in docs}
+    js = d / "index.js"
+    js.write_text("window.PAPERLIB_SEARCH = " + json.dumps(dict(index=index.serialize(), docs=meta)) + ";", encoding="utf-8")
+    page = Page("search.html", "Search", "home", body=(
+        '<h1>Search</h1><form role="search"><input type="search" name="q" id="q" aria-label="Search the docs"></form>'
+        '<p id="count" class="nc"></p><ol id="results"></ol>'
+        '<script src="static/search/lunr.js"></script><script src="static/search/index.js"></script>'
+        f"<script>{SEARCH_JS}</script>"))
+    pages.append(page)
+    return js
 
 # %% ../nbs/09_site.ipynb #cdd2affe
 def run_notice(row: dict) -> str:
@@ -402,6 +448,7 @@ def _write(b: _Build, t0: float, log) -> Path:
         except Exception as e:
             page.body = (f"<h1>{esc(page.title)}</h1><div class=\"notice failed\">This page could not be rendered: "
                          f"{esc(type(e).__name__)}: {esc(e)}</div>")
+    write_search(b.tmp, b.pages)
     built = time.strftime("%Y-%m-%d %H:%M")
     for p in b.pages:
         f = b.tmp / p.path

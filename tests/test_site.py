@@ -277,3 +277,15 @@ def test_home_filters_papers_by_verdict(site, browser):
         shown = browser.execute_script(rows)
         assert all(hidden == (bool(value) and value not in v.split()) for v, hidden in shown), (value, shown)
     assert "Across the collection" not in (out / "index.html").read_text()
+
+def test_search_works_offline(site, browser):
+    "The search page, opened from file:// with a query, lists the pages that hold the word, from a local lunr index."
+    out, _ = site
+    assert (out / "static/search/lunr.js").exists() and (out / "static/search/index.js").exists()
+    assert 'action="../search.html"' in (out / "lib/07_runner.html").read_text()      # the box on every page
+    browser.get((out / "search.html").resolve().as_uri() + "?q=papermill")
+    hits = browser.execute_script("return [...document.querySelectorAll('#results a')].map(a => a.getAttribute('href'))")
+    assert "lib/07_runner.html" in hits, hits
+    browser.get((out / "search.html").resolve().as_uri() + "?q=zzzqqqnotaword")
+    assert browser.execute_script("return document.querySelectorAll('#results li').length") == 0
+    assert not [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
