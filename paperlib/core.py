@@ -10,12 +10,13 @@ from pathlib import Path
 from importlib import metadata
 
 import numpy as np
+from fastcore.basics import AttrDict, patch
 
 # %% auto #0
 __all__ = ['PROFILES', 'CALIBRATION_SEED', 'SETTINGS_DEFAULTS', 'THREAD_ENV', 'KEY_PACKAGES', 'project_root', 'check_profile',
            'by_profile', 'check_number', 'RunParams', 'read_settings', 'resolve_device', 'seed_everything',
            'set_pool_threads', 'pool_threads', 'compute_threads', 'parallel_map', 'package_versions', 'git_state',
-           'provenance', 'replicate_seeds', 'RunContext']
+           'provenance', 'replicate_seeds', 'RunContext', 'Size', 'declare_sizes']
 
 # %% ../nbs/00_core.ipynb #bde6a852
 def project_root(start: str | Path | None = None) -> Path:
@@ -277,6 +278,7 @@ class RunContext:
     blind: bool = False          # a blinded calibration run: claims are recorded without their outcomes
     started: float = field(default_factory=time.time)
     timings: dict = field(default_factory=dict)
+    plan_items: dict = field(default_factory=dict)   # the sizes declared with `ctx.sizes`, for the report's plan table
 
     @classmethod
     def create(cls, slug, *args, **kw):
@@ -333,3 +335,35 @@ class RunContext:
     def params(self) -> dict:
         return dict(profile=self.profile, seed=self.seed, device=self.device, threads=self.threads,
                     data_root=str(self.data_root) if self.data_root else None, blind=self.blind)
+
+# %% ../nbs/00_core.ipynb #852add2d
+@dataclass(frozen=True)
+class Size:
+    "One size a profile may change: the paper's value, ours per profile, and why ours differ (one reason, or {profile: reason})."
+    paper: object
+    ci: object
+    smoke: object
+    full: object
+    why: str | dict = ""
+    item: str = ""                  # its name in the plan table (default: the keyword it is declared under)
+
+    def reason(self, profile: str) -> str:
+        return self.why.get(profile, "") if isinstance(self.why, dict) else self.why
+
+def declare_sizes(profile: str, items: dict) -> AttrDict:
+    "This profile's value of every `Size` in `items`, after checking that each has a paper value and each difference a reason."
+    check_profile(profile)
+    for k, s in items.items():
+        if not isinstance(s, Size): raise TypeError(f"size {k}: declare it as Size(paper=, ci=, smoke=, full=, why=), got {type(s).__name__}")
+        if s.paper is None: raise ValueError(f"size {k}: the paper's value is missing (paper=None); write the paper's value, or 'not stated'")
+        bare = [p for p in PROFILES if getattr(s, p) != s.paper and not s.reason(p)]
+        if bare: raise ValueError(f"size {k}: the {', '.join(bare)} value{'s' * (len(bare) > 1)} ({', '.join(repr(getattr(s, p)) for p in bare)}) "
+                                  f"differ{'s' * (len(bare) == 1)} from the paper's ({s.paper!r}) without a reason: give why=")
+    return AttrDict({k: getattr(s, profile) for k, s in items.items()})
+
+@patch
+def sizes(self: RunContext, **items: Size) -> AttrDict:
+    "This run's value of every declared size (`SIZES.steps` or `SIZES['steps']`); the declarations feed `rep.plan()`."
+    values = declare_sizes(self.profile, items)
+    self.plan_items.update(items)
+    return values

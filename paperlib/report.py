@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, asdict
 import numpy as np
 import pandas as pd
 
-from .core import RunContext, provenance
+from .core import RunContext, Size, provenance
 
 # %% auto #0
 __all__ = ['REPRODUCED', 'NOT_REPRODUCED', 'INCONCLUSIVE', 'NOT_CHECKABLE', 'INFORMATIONAL', 'COUNTED', 'VERDICTS',
@@ -327,9 +327,14 @@ class Report:
         proxy = "" if self.source.is_real else " Ours come from the embedded proxy data: compare directions and orderings, not values."
         return self.table(df[["item", "paper", "ours", "note"]], label, (caption + proxy).strip())
 
-    def plan(self, rows: list[dict], caption: str = "") -> pd.DataFrame:
-        "The 'Plan vs this profile' table: rows of item, plan (the paper's experiment), this_run, why (the reason for a difference)."
-        df = self._rows(rows, "plan", ("item", "plan", "this_run"), "why")
+    def plan(self, rows: list[dict] | None = None, caption: str = "") -> pd.DataFrame:
+        """The 'Plan vs this profile' table: first the sizes declared with `ctx.sizes` (their paper value, this profile's and
+        why they differ), then `rows` of item, plan (the paper's experiment), this_run, why, for what is not a size."""
+        p = self.ctx.profile
+        declared = [dict(item=s.item or k, plan=s.paper, this_run=getattr(s, p), why=s.reason(p) if getattr(s, p) != s.paper else "")
+                    for k, s in self.ctx.plan_items.items()]
+        if not declared and not rows: raise ValueError("rep.plan: nothing to show; declare sizes with ctx.sizes(...) or pass rows")
+        df = self._rows(declared + list(rows or []), "plan", ("item", "plan", "this_run"), "why")
         df["differs"] = [str(p) != str(t) for p, t in zip(df["plan"], df["this_run"])]
         return self.table(df[["item", "plan", "this_run", "differs", "why"]], "Plan vs this profile",
                           (f"What the `{self.ctx.profile}` profile runs against the paper's experimental plan. " + caption).strip(),
