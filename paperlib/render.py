@@ -7,13 +7,14 @@ from __future__ import annotations
 import re, ast, json, time, base64, gzip, functools, html as _html
 from pathlib import Path
 
-from .report import COUNTED, INFORMATIONAL, VERDICTS, REPRODUCED, NOT_REPRODUCED, format_value, tested_line
+from .report import COUNTED, INFORMATIONAL, VERDICTS, REPRODUCED, NOT_REPRODUCED, format_value, tested_line, value_text
 
 # %% auto #0
-__all__ = ['VERDICT_CLASS', 'MATHJAX_CONFIG', 'PAGE_CSS', 'CI_BANNER', 'TALLY_LEGEND', 'VERDICT_FILTER', 'esc', 'when',
-           'mathjax_dir', 'mathjax_source', 'is_test_only', 'prepare_notebook', 'notebook_css', 'NotebookRenderer',
-           'tally_html', 'value_html', 'claims_table_html', 'claims_sections_html', 'gates_html', 'data_banner',
-           'paper_header', 'render_cells', 'contents_html', 'report_page', 'collection_table']
+__all__ = ['VERDICT_CLASS', 'MATHJAX_CONFIG', 'CITATION', 'PAGE_CSS', 'CI_BANNER', 'TALLY_LEGEND', 'VERDICT_FILTER', 'esc',
+           'when', 'mathjax_dir', 'mathjax_source', 'is_test_only', 'cite_values', 'prepare_notebook', 'notebook_css',
+           'NotebookRenderer', 'tally_html', 'value_html', 'claims_table_html', 'claims_sections_html', 'gates_html',
+           'data_banner', 'paper_header', 'render_cells', 'run_values', 'contents_html', 'report_page',
+           'collection_table']
 
 # %% ../nbs/12_render.ipynb #7e31cbd1
 def esc(s) -> str:
@@ -64,10 +65,28 @@ def is_test_only(src: str) -> bool:
     defines = any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) for n in tree.body)
     return tests and not defines and not names & {"ctx", "rep"}
 
-def prepare_notebook(nb, drop_frontmatter: bool = True, keep_tests: bool = False):
-    "A copy of `nb` as a reader should see it (see above); `keep_tests` for library pages, where the tests document the code."
+CITATION = re.compile(r"\{\{\s*([a-z_][a-z0-9_]*)\s*\}\}")
+
+def cite_values(source: str, values: dict, where: str) -> str:
+    "Markdown `source` with every {{name}} replaced by the run's value `name`, linked to the cell that computed it."
+    def one(m):
+        v = values.get(m.group(1))
+        if v is None:
+            raise ValueError(f"{where} cites {{{{{m.group(1)}}}}}, which this run did not record with rep.value; recorded: "
+                             + (", ".join(sorted(values)) or "none"))
+        # a markdown link (inline HTML around text is split apart by the markdown renderer)
+        text = value_text(v).replace("[", "(").replace("]", ")")
+        return f'[{text}](#cell-{v["cell"]} "{m.group(1)}")' if v.get("cell") is not None else text
+    return CITATION.sub(one, source)
+
+def prepare_notebook(nb, drop_frontmatter: bool = True, keep_tests: bool = False, values: dict | None = None):
+    """A copy of `nb` as a reader should see it (see above); `keep_tests` for library pages, where the tests document
+    the code; `values` (a run's values.json): the markdown's {{name}} citations replaced by the run's numbers."""
     import copy
     nb = copy.deepcopy(nb)
+    if values is not None:
+        for i, c in enumerate(nb.cells):
+            if c.cell_type == "markdown": c.source = cite_values(c.source, values, f"markdown cell {i} ({c.source.strip()[:40]!r}…)")
     cells, seen_code = [], False
     for c in nb.cells:
         # the frontmatter is the raw cell before any code (papermill may put its error banner above it)
@@ -90,16 +109,22 @@ def prepare_notebook(nb, drop_frontmatter: bool = True, keep_tests: bool = False
     return nb
 
 # %% ../nbs/12_render.ipynb #3a191c63
-_CELLS_TEMPLATE = r"""{%- extends 'lab/index.html.j2' -%}
+_PAGE_BLOCKS = r"""{%- extends 'lab/index.html.j2' -%}
 {%- block header -%}{%- endblock header -%}
 {%- block body_header -%}{%- endblock body_header -%}
 {%- block body_footer -%}{%- endblock body_footer -%}
 {%- block footer -%}{%- endblock footer -%}
 """
+# every code cell carries an anchor of its execution count: a value cited in the prose links to the cell that computed it
+_ANCHOR = r"""{%- if cell.cell_type == 'code' and cell.execution_count -%}<a id="cell-{{ cell.execution_count }}"></a>{%- endif -%}"""
+
+_CELLS_TEMPLATE = _PAGE_BLOCKS + r"""
+{%- block input_group -%}""" + _ANCHOR + r"""{{ super() }}{%- endblock input_group -%}
+"""
 
 # a paper's code folded under a one-line summary: a reader meets the results first and opens any cell they want
-_FOLDED_TEMPLATE = _CELLS_TEMPLATE + r"""
-{%- block input_group -%}
+_FOLDED_TEMPLATE = _PAGE_BLOCKS + r"""
+{%- block input_group -%}""" + _ANCHOR + r"""
 {%- if cell.cell_type == 'code' -%}
 <details class="code-fold"><summary><code>{{ (cell.source.split('\n') | first)[:90] | e }}</code></summary>{{ super() }}</details>
 {%- else -%}{{ super() }}{%- endif -%}
@@ -152,8 +177,8 @@ class NotebookRenderer:
     """Renders notebooks to HTML fragments of their cells, as a reader should see them (one exporter, reused);
     `fold`: each code cell folded under its first line."""
     def __init__(self, fold: bool = False): self.exporter = _fast_exporter(_FOLDED_TEMPLATE if fold else _CELLS_TEMPLATE)
-    def __call__(self, nb, links: dict[str, str] | None = None, keep_tests: bool = False) -> str:
-        body, _ = self.exporter.from_notebook_node(prepare_notebook(nb, keep_tests=keep_tests))
+    def __call__(self, nb, links: dict[str, str] | None = None, keep_tests: bool = False, values: dict | None = None) -> str:
+        body, _ = self.exporter.from_notebook_node(prepare_notebook(nb, keep_tests=keep_tests, values=values))
         if links:  # href="02_stats.ipynb" or href="papers/x.ipynb#sec" -> the page of that notebook
             def fix(m):
                 target, frag = m.group(2), m.group(3) or ""
@@ -297,14 +322,19 @@ def paper_header(meta: dict, manifest: dict | None, claims: dict | None, notice:
 # %% ../nbs/12_render.ipynb #60ccac01
 _RENDERERS = {}
 
-def render_cells(nb, links: dict | None = None, keep_tests: bool = False) -> str:
+def render_cells(nb, links: dict | None = None, keep_tests: bool = False, values: dict | None = None) -> str:
     """The cells of notebook `nb` (a NotebookNode or a path) as a reader's HTML fragment: a paper's code folded, a
     library's (`keep_tests`: its tests document it) open."""
     import nbformat
     if not hasattr(nb, "cells"): nb = nbformat.read(str(nb), as_version=4)
     fold = not keep_tests
     if fold not in _RENDERERS: _RENDERERS[fold] = NotebookRenderer(fold)
-    return _RENDERERS[fold](nb, links, keep_tests)
+    return _RENDERERS[fold](nb, links, keep_tests, values)
+
+def run_values(folder: Path) -> dict:
+    "The values.json of a report folder ({} for a run that recorded none, or one from before values existed)."
+    f = Path(folder) / "values.json"
+    return json.loads(f.read_text()) if f.exists() else {}
 
 def contents_html(body: str) -> str:
     "A table of contents of the rendered cells' section headings (h1-h3), linked to their anchors."
@@ -320,7 +350,8 @@ def _mark_plan(body: str) -> str:
 def report_page(executed: Path, meta: dict, manifest: dict | None, claims: dict | None, notice: str = "") -> str:
     """The whole standalone report.html of an executed paper notebook: the first screen (verdicts, gates, claims), links
     to the plan table and the contents, then the paper's sections with their code folded."""
-    body = _mark_plan(render_cells(executed))
+    try: body = _mark_plan(render_cells(executed, values=run_values(Path(executed).parent)))
+    except ValueError as e: raise ValueError(f"{Path(executed).name}: {e}") from None   # name the notebook too
     jump = " · ".join(x for x in ('<a href="#plan">Plan vs this profile</a>' if 'id="plan"' in body else "",
                                    '<a href="#contents">Contents</a>') if x)
     return f"""<!DOCTYPE html>

@@ -4,7 +4,7 @@
 
 # %% ../nbs/05_report.ipynb #b6a0883b
 from __future__ import annotations
-import re, json, time, html, math
+import re, json, time, html, math, hashlib
 from pathlib import Path
 from dataclasses import dataclass, field, asdict
 
@@ -15,9 +15,9 @@ from .core import RunContext, Size, provenance
 
 # %% auto #0
 __all__ = ['REPRODUCED', 'NOT_REPRODUCED', 'INCONCLUSIVE', 'NOT_CHECKABLE', 'INFORMATIONAL', 'COUNTED', 'VERDICTS',
-           'RULE_SOURCES', 'CLAIM_KINDS', 'GATE_KINDS', 'BLINDED', 'KEEP', 'artefact_name', 'to_jsonable', 'write_json',
-           'escape_md', 'Gate', 'Claim', 'Artefact', 'decide_verdict', 'verdict_counts', 'tested_line', 'rule_outcome',
-           'format_value', 'format_number', 'palette_png', 'Report']
+           'RULE_SOURCES', 'CLAIM_KINDS', 'GATE_KINDS', 'BLINDED', 'KEEP', 'VALUE_NAME', 'artefact_name', 'to_jsonable',
+           'write_json', 'escape_md', 'Gate', 'Claim', 'Artefact', 'decide_verdict', 'verdict_counts', 'tested_line',
+           'rule_outcome', 'format_value', 'format_number', 'Value', 'value_text', 'palette_png', 'Report']
 
 # %% ../nbs/05_report.ipynb #0fa7fea9
 def artefact_name(label: str) -> str:
@@ -221,6 +221,33 @@ _VERDICT_STYLE = {REPRODUCED: "background-color:#d4edda", NOT_REPRODUCED: "backg
                   INFORMATIONAL: "background-color:#e7f1fb"}
 
 # %% ../nbs/05_report.ipynb #86a1a2de
+VALUE_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
+
+@dataclass
+class Value:
+    "A number the paper's prose or claims talk about, as this run computed it, and the cell that computed it."
+    name: str
+    value: float
+    unit: str = ""
+    ci: list | None = None                 # [low, high] of its interval, where it has one
+    per_replicate: list | None = None      # its value in each replicate block of the run
+    cell: int | None = None                # the execution count of the cell that recorded it
+    digits: int = 3                        # significant digits to show
+
+def _number(v, what: str) -> float:
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{what} must be a number, got {v!r}")
+    return float(v)
+
+def value_text(v: dict) -> str:
+    "A value as prose shows it: '26.0 dB (95 % CI 25.1 to 26.9)'."
+    def num(x):   # a value the run could not compute (NaN, stored as null) shows as a dash
+        if x is None or not math.isfinite(float(x)): return "–"
+        return f"{float(x):.{v.get('digits', 3)}g}" if abs(float(x)) < 1e5 else f"{float(x):,.0f}"
+    unit = f" {v['unit']}" if v.get("unit") else ""
+    ci = f" (95 % CI {num(v['ci'][0])} to {num(v['ci'][1])})" if v.get("ci") else ""
+    return f"{num(v['value'])}{unit}{ci}"
+
 def palette_png(path: Path, colors: int = 256) -> Path:
     """Re-encode a figure's PNG with a palette of `colors` (no dithering) where that is smaller: a plot's few hundred
     colours survive, and the file, embedded in every report, shrinks to about a third."""
@@ -240,6 +267,7 @@ class Report:
         self.gates: dict[str, Gate] = {}
         self.claims: list[Claim] = []
         self.artefacts: list[str] = []
+        self.values: dict[str, Value] = {}
 
     @property
     def out(self) -> Path: return self.ctx.out_dir
@@ -305,6 +333,24 @@ class Report:
             _show(Image(filename=str(path)), calibration)
         except ImportError: pass
         return Artefact(path)
+
+    def value(self, name: str, x, unit: str = "", ci=None, per_replicate=None, digits: int = 3, calibration: bool = False) -> float:
+        """Record the number `x` under `name` (with its `unit`, 95 % interval `ci` and `per_replicate` values) for the prose
+        to cite as {{name}} and for `paperlib diff`; the cell that computed it is kept. Withheld in a blinded calibration
+        run unless `calibration` (a gate's number or a budget, never an outcome)."""
+        self._need_source()
+        if not isinstance(name, str) or not VALUE_NAME.match(name):
+            raise ValueError(f"value name {name!r}: use lower-case letters, digits and _, starting with a letter or _")
+        x = _number(x, f"value {name}")
+        if ci is not None and len(ci) != 2: raise ValueError(f"value {name}: ci must be [low, high], got {ci!r}")
+        if ci is not None: ci = [_number(c, f"value {name}: ci") for c in ci]
+        if per_replicate is not None: per_replicate = [_number(r, f"value {name}: per_replicate") for r in per_replicate]
+        if self.ctx.blind and not calibration: return x
+        try: cell = get_ipython().execution_count      # noqa: F821 (IPython's global)
+        except NameError: cell = None
+        self.values[name] = Value(name, x, unit, ci, per_replicate, cell, digits)
+        _md(f"*{name}* = {value_text(asdict(self.values[name]))}", calibration)
+        return x
 
     def stats(self, obj, name: str) -> Path | None:
         "Save statistical results as `<name>.json` (withheld in a blinded calibration run)."
@@ -427,6 +473,11 @@ class Report:
                         gates={g["id"]: g["passed"] for g in gates}, timings=self.ctx.timings,
                         artefacts=sorted(self.artefacts), started=self.ctx.started, finished=time.time(), blind=blind,
                         provenance=provenance(self.ctx.device))
+        values = {k: asdict(v) for k, v in self.values.items()}
+        write_json(self.out / "values.json", values)
+        self._register(self.out / "values.json")
+        manifest["artefacts"] = sorted(self.artefacts)
+        manifest["values_digest"] = hashlib.sha256(json.dumps(values, sort_keys=True).encode()).hexdigest()[:16]
         write_json(self.out / "manifest.json", manifest)
         if blind:
             _md(f"### Claims\n\n{tested}.", True)

@@ -190,6 +190,11 @@ def child_main(spec_path: str) -> int:
             if blind and (out / f"{slug}.ipynb").exists(): withhold_outputs(out / f"{slug}.ipynb")
         if not (out / "manifest.json").exists():
             raise RuntimeError("the notebook finished without writing manifest.json (it must end with rep.finish())")
+        m = json.loads((out / "manifest.json").read_text())
+        m.update(status="ok", notebook=f"{slug}.ipynb", html="report.html",
+                 runner=dict(facts, cache_key=spec["key"], cache_parts=spec["parts"], code=code_digest()))
+        write_json(out / "manifest.json", m)
+        write_report(out, slug, meta)          # a citation of a value the run did not record stops here, named
     except Exception as e:
         msg, tb = error_text(e)
         if blind: tb = "(the traceback of a blinded calibration run is withheld: it may show outcomes)"
@@ -197,11 +202,6 @@ def child_main(spec_path: str) -> int:
         (out / "error.txt").write_text(msg + "\n\n" + tb + "\n", encoding="utf-8")
         with contextlib.suppress(Exception): write_report(out, slug, meta, msg)
         return 1
-    m = json.loads((out / "manifest.json").read_text())
-    m.update(status="ok", notebook=f"{slug}.ipynb", html="report.html",
-             runner=dict(facts, cache_key=spec["key"], cache_parts=spec["parts"], code=code_digest()))
-    write_json(out / "manifest.json", m)
-    write_report(out, slug, meta)
     return 0
 
 # %% ../nbs/07_runner.ipynb #59c74163

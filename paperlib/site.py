@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .core import project_root, read_settings
 from .collection import paper_notebooks, paper_meta, collection_rows, read_nb, read_manifest, read_claims
-from .render import (esc, when, mathjax_dir, MATHJAX_CONFIG, PAGE_CSS, TALLY_LEGEND, notebook_css, render_cells,
+from .render import (esc, when, mathjax_dir, MATHJAX_CONFIG, PAGE_CSS, TALLY_LEGEND, notebook_css, render_cells, run_values,
                              paper_header, collection_table)
 
 # %% auto #0
@@ -322,7 +322,8 @@ def _render_job(kind: str, path: str, links: dict | None = None):
     if kind in ("library", "guide"):
         lead = _markdown_lead(nb)
         return lead, render_cells(nb, links, keep_tests=True)
-    return render_cells(nb, links)
+    # a paper's executed report: its prose cites the run's values (a notebook that never ran keeps its {{name}} as written)
+    return render_cells(nb, links, values=run_values(Path(path).parent) if (Path(path).parent / "values.json").exists() else None)
 
 class _Serial:
     "The executor interface, in this process (jobs=1)."
