@@ -4,7 +4,7 @@
 
 # %% ../nbs/08_cli.ipynb #ba1ca48b
 from __future__ import annotations
-import sys, time, signal, argparse, contextlib, faulthandler
+import sys, json, time, signal, argparse, contextlib, faulthandler
 from pathlib import Path
 
 from .core import PROFILES, RunParams, read_settings, check_number, CALIBRATION_SEED
@@ -51,6 +51,11 @@ def parser() -> argparse.ArgumentParser:
     w = sub.add_parser("site", help="build the offline docs site (collection, paper reports, guides, library reference)")
     w.add_argument("--out", default="_site", help="folder to write the site into (default: _site)")
     w.add_argument("--reports", help="reports folder to read (default: settings.ini)")
+    d = sub.add_parser("diff", help="two runs of a paper (or two reports folders) against their own seed noise; "
+                       "exit status 1 when a verdict changed")
+    d.add_argument("a", help="a report folder (reports/<slug>/, reports/runs/<slug>/<run>/) or a reports folder")
+    d.add_argument("b", help="the other, of the same paper(s)")
+    d.add_argument("--json", action="store_true", help="print the comparison as JSON")
     n = sub.add_parser("new", help="start a new paper: nbs/papers/<slug>.ipynb from the template and tests/test_<slug>.py")
     n.add_argument("slug", help="lower-case name: letters, digits and _ (e.g. supcon_strata)")
     n.add_argument("--title", required=True); n.add_argument("--venue", required=True)
@@ -99,6 +104,11 @@ def main(argv=None) -> int:
         if args.cmd == "new":
             for p in new_paper(args.slug, args.title, args.venue, args.authors, args.description): print(f"wrote {p}")
             return 0
+        if args.cmd == "diff":
+            from paperlib.diff import diff_folders, format_diff, diff_json
+            diffs = diff_folders(Path(args.a), Path(args.b))
+            print(json.dumps(diff_json(diffs), indent=1) if args.json else format_diff(diffs))
+            return 1 if any(d.verdicts for d in diffs) else 0
         if args.cmd == "site":
             from paperlib.site import build_site  # nbconvert is imported only when a site is built
             print(build_site(Path(args.out), Path(args.reports) if args.reports else None)); return 0
