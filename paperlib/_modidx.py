@@ -1715,6 +1715,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                'paperlib.site.run_notice': ('site.html#run_notice', 'paperlib/site.py'),
                                'paperlib.site.search_documents': ('site.html#search_documents', 'paperlib/site.py'),
                                'paperlib.site.sidebar': ('site.html#sidebar', 'paperlib/site.py'),
+                               'paperlib.site.since_previous': ('site.html#since_previous', 'paperlib/site.py'),
                                'paperlib.site.source_html': ('site.html#source_html', 'paperlib/site.py'),
                                'paperlib.site.write_search': ('site.html#write_search', 'paperlib/site.py')},
             'paperlib.stats': { 'paperlib.stats._auc_inputs': ('stats.html#_auc_inputs', 'paperlib/stats.py'),

@@ -15,8 +15,8 @@ from .render import (esc, when, mathjax_dir, MATHJAX_CONFIG, PAGE_CSS, TALLY_LEG
 
 # %% auto #0
 __all__ = ['SITE_CSS', 'FAVICON', 'SEARCH_JS', 'GUIDES', 'Page', 'rel', 'copy_mathjax', 'source_html', 'api_entries', 'api_html',
-           'sidebar', 'render_page', 'home_body', 'search_documents', 'write_search', 'run_notice', 'report_source',
-           'paper_layouts', 'datasets_markdown', 'library_notebooks', 'build_site']
+           'sidebar', 'render_page', 'home_body', 'since_previous', 'search_documents', 'write_search', 'run_notice',
+           'report_source', 'paper_layouts', 'datasets_markdown', 'library_notebooks', 'build_site']
 
 # %% ../nbs/09_site.ipynb #c7c12ee5
 @dataclass
@@ -183,6 +183,20 @@ the direction and significance of the paper's effects, never its absolute number
 paper's dataset. See the <a href="guide.html">guide</a> to rerun a paper, at full scale or on real data, and
 <a href="adding_a_paper.html">adding a paper</a> to write one.</p>
 {collection_table(rows, lambda r: page_of[r["slug"]])}"""
+
+# %% ../nbs/09_site.ipynb #3fde40db
+def since_previous(reports: Path, slug: str, manifest: dict) -> str:
+    "What moved between the shown run and the latest other kept run of its profile (HTML; '' when there is none)."
+    from paperlib.diff import diff_runs, format_diff
+    profile, here = manifest.get("profile"), (manifest.get("parameters") or {}).get("seed")
+    others = [d for d in (Path(reports) / "runs" / slug).glob(f"{profile}-seed*")
+              if d.name != f"{profile}-seed{here}" and (d / "values.json").exists() and (d / "claims.json").exists()]
+    if not others or not (Path(reports) / slug / "values.json").exists(): return ""
+    prev = max(others, key=lambda d: (read_manifest(d.parent, d.name) or {}).get("finished") or 0)
+    try: d = diff_runs(prev, Path(reports) / slug)
+    except (ValueError, TypeError, FileNotFoundError) as e: return f'<p class="nc">No comparison with {esc(prev.name)}: {esc(e)}</p>'
+    return (f'<details class="since"><summary>Since the {esc(prev.name)} run: {len(d.verdicts)} verdict(s) changed, '
+            f'{len(d.moved)} value(s) beyond seed noise, {len(d.within)} within it</summary><pre>{esc(format_diff([d]))}</pre></details>')
 
 # %% ../nbs/09_site.ipynb #79c0a17f
 def _text(html: str, limit: int = 20000) -> str:
@@ -384,7 +398,8 @@ def _paper_page(b: _Build, r: dict):
                 shutil.copy2(f, b.tmp / "papers" / s / f.name); arts.append(f.name)
     manifest = read_manifest(b.reports, s) if r["has_report"] else None
     claims = read_claims(b.reports, s) if r["has_report"] else None
-    head = paper_header(paper_meta(nb_path), manifest, claims, run_notice(r)) + f'<p class="links">{" · ".join(links)}</p>'
+    head = (paper_header(paper_meta(nb_path), manifest, claims, run_notice(r)) + f'<p class="links">{" · ".join(links)}</p>'
+            + (since_previous(b.reports, s, manifest) if manifest else ""))
     if arts:
         head += (f"<details><summary>Artefacts of this run ({len(arts)} files)</summary><p>"
                  + " · ".join(f'<a href="{s}/{esc(a)}">{esc(a)}</a>' for a in arts) + "</p></details>")
