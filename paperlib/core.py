@@ -4,7 +4,7 @@
 
 # %% ../nbs/00_core.ipynb #6d5f0750
 from __future__ import annotations
-import os, sys, json, hashlib, time, random, platform, subprocess, configparser, contextlib
+import os, sys, json, hashlib, time, random, platform, subprocess, configparser, contextlib, itertools, tempfile
 from dataclasses import dataclass, field, fields, asdict, replace
 from pathlib import Path
 from importlib import metadata
@@ -13,10 +13,11 @@ import numpy as np
 from fastcore.basics import AttrDict, patch
 
 # %% auto #0
-__all__ = ['PROFILES', 'CALIBRATION_SEED', 'SETTINGS_DEFAULTS', 'THREAD_ENV', 'KEY_PACKAGES', 'project_root', 'check_profile',
-           'by_profile', 'check_number', 'RunParams', 'read_settings', 'resolve_device', 'seed_everything',
-           'set_pool_threads', 'pool_threads', 'compute_threads', 'parallel_map', 'package_versions', 'git_state',
-           'provenance', 'replicate_seeds', 'RunContext', 'Size', 'declare_sizes']
+__all__ = ['PROFILES', 'CALIBRATION_SEED', 'SETTINGS_DEFAULTS', 'THREAD_ENV', 'KEY_PACKAGES', 'RESUME_ENV', 'project_root',
+           'check_profile', 'by_profile', 'check_number', 'RunParams', 'read_settings', 'resolve_device',
+           'seed_everything', 'set_pool_threads', 'pool_threads', 'compute_threads', 'parallel_map', 'package_versions',
+           'git_state', 'provenance', 'replicate_seeds', 'RunContext', 'Size', 'declare_sizes', 'cell_key',
+           'grid_cells', 'run_grid']
 
 # %% ../nbs/00_core.ipynb #bde6a852
 def project_root(start: str | Path | None = None) -> Path:
@@ -367,3 +368,43 @@ def sizes(self: RunContext, **items: Size) -> AttrDict:
     values = declare_sizes(self.profile, items)
     self.plan_items.update(items)
     return values
+
+# %% ../nbs/00_core.ipynb #e6b083a3
+def cell_key(name: str, cell: dict) -> str:
+    "A stable key of one grid cell's inputs (axis names and values, by repr)."
+    return hashlib.sha256(repr((name, sorted(cell.items()))).encode()).hexdigest()[:20]
+
+def grid_cells(axes: dict, cost=None) -> list[dict]:
+    "The cells of the cartesian product of `axes` (name -> values), costliest first when `cost(cell)` is given."
+    bad = [k for k, v in axes.items() if isinstance(v, (str, bytes)) or not hasattr(v, "__iter__")]
+    if bad: raise TypeError(f"grid axis {bad[0]}: give a list of its values, got {axes[bad[0]]!r}")
+    cells = [dict(zip(axes, vals)) for vals in itertools.product(*axes.values())]
+    return sorted(cells, key=cost, reverse=True) if cost else cells
+
+def run_grid(fn, axes: dict, *, store: Path, seed: int, workers: int = 1, cost=None, name: str = "grid") -> dict:
+    """`fn(**cell)` for every cell of `axes`, results keyed by the cell's values in axis order; each cell seeded from
+    (`seed`, its inputs) and kept in `store`/`name` once done, so a rerun computes only the cells still missing."""
+    import pickle
+    cells = grid_cells(axes, cost)
+    folder = Path(store) / name
+    folder.mkdir(parents=True, exist_ok=True)
+    keys = [cell_key(name, c) for c in cells]
+    def one(i):
+        seed_everything(int(np.random.SeedSequence([seed, *(int(keys[i][j:j + 8], 16) for j in (0, 8))]).generate_state(1)[0]))
+        tmp = folder / f"{keys[i]}.{os.getpid()}.tmp"
+        tmp.write_bytes(pickle.dumps(fn(**cells[i]), protocol=5))
+        os.replace(tmp, folder / f"{keys[i]}.pkl")        # a cell is either whole on disk or absent
+    parallel_map(one, [i for i, k in enumerate(keys) if not (folder / f"{k}.pkl").exists()], workers)
+    return {tuple(c.values()): pickle.loads((folder / f"{k}.pkl").read_bytes()) for c, k in zip(cells, keys)}
+
+RESUME_ENV = "PAPERLIB_RESUME_DIR"   # set by the runner: where a run keeps finished grid cells until it succeeds
+
+@patch
+def grid(self: RunContext, fn, axes: dict, cost=None, name: str = "grid") -> dict:
+    "`run_grid` over this run's workers and seed, resumable under the runner (see above)."
+    store = os.environ.get(RESUME_ENV)
+    if store is None:                      # by hand: nothing kept, so an edited `fn` is never served stale results
+        if not hasattr(self, "_scratch"): self._scratch = tempfile.mkdtemp(prefix=f"paperlib-grid-{self.slug}-")
+        store = self._scratch
+    workers = 1 if self.device.startswith("cuda") else self.threads
+    return run_grid(fn, axes, store=Path(store), seed=self.seed, workers=workers, cost=cost, name=name)

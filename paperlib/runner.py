@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, asdict, replace, fields
 from pathlib import Path
 from importlib import metadata
 
-from .core import project_root, read_settings, RunParams, THREAD_ENV, check_number, CALIBRATION_SEED
+from .core import project_root, read_settings, RunParams, THREAD_ENV, check_number, CALIBRATION_SEED, RESUME_ENV
 from .report import write_json, COUNTED, INFORMATIONAL, KEEP
 from .data import fingerprint_real
 from .collection import (paper_notebooks, check_papers, paper_meta, code_cells, read_nb, read_manifest,
@@ -184,6 +184,10 @@ def child_main(spec_path: str) -> int:
     out, slug = Path(spec["out_dir"]), spec["slug"]
     meta = paper_meta(Path(spec["nb"]))
     blind = bool(spec["params"].get("blind"))
+    # finished grid cells (ctx.grid) are kept here until the run succeeds: a killed run of the same code, parameters
+    # and data resumes from them; the folder is named by the run's cache key, so a changed notebook starts afresh
+    resume = out.parent.parent / ".resume" / slug / spec["key"][:16]
+    os.environ[RESUME_ENV] = str(resume)
     try:
         try: facts = execute_paper(slug, Path(spec["nb"]), out, spec["params"], log=lambda m: print(m, flush=True))
         finally:
@@ -195,6 +199,7 @@ def child_main(spec_path: str) -> int:
                  runner=dict(facts, cache_key=spec["key"], cache_parts=spec["parts"], code=code_digest()))
         write_json(out / "manifest.json", m)
         write_report(out, slug, meta)          # a citation of a value the run did not record stops here, named
+        shutil.rmtree(resume.parent, ignore_errors=True)
     except Exception as e:
         msg, tb = error_text(e)
         if blind: tb = "(the traceback of a blinded calibration run is withheld: it may show outcomes)"

@@ -307,3 +307,28 @@ def test_runs_are_kept_apart_per_profile_and_seed(project):
     before = (reports / "good/report.html").read_text()
     assert run(project, ["good"], profile="smoke", seed=1, force=True)["good"].status == "ok"
     assert (reports / "runs/good/smoke-seed0/report.html").read_text() == before
+
+GRID = ("import os\n"
+        "def train(method, rep_seed):\n"
+        "    if (method, rep_seed) == ('b', 1) and (Path(ctx.out_dir).parents[1] / 'KILL').exists():\n"
+        "        (Path(ctx.out_dir).parents[1] / 'KILL').unlink(); os._exit(9)   # the machine goes away mid-grid\n"
+        "    (Path(ctx.out_dir).parents[1] / 'calls.txt').open('a').write(f'{method}{rep_seed}\\n')\n"
+        "    return float(ctx.rng(0).normal() + __import__('numpy').random.normal())\n"
+        "R = ctx.grid(train, dict(method=['a', 'b'], rep_seed=[0, 1]))\n"
+        "rep.table(pd.DataFrame([dict(method=m, seed=s, score=v) for (m, s), v in R.items()]), 'Table 1')\n"
+        "rep.claim('C1', 'scores are finite', 'all finite', all(abs(v) < 1e9 for v in R.values()), source='ours', kind='effect')")
+
+def test_a_run_killed_mid_grid_resumes_where_it_stopped(tmp_path):
+    "A paper's ctx.grid keeps finished cells until the run succeeds: killed mid-grid, the rerun computes only the rest."
+    project = make_project(tmp_path / "proj", {"grid": GRID})
+    reports = project / "reports"; reports.mkdir()
+    (reports / "KILL").write_text("")
+    assert run(project, ["grid"])["grid"].status == "failed"
+    assert sorted((reports / "calls.txt").read_text().split()) == ["a0", "a1", "b0"]
+    assert run(project, ["grid"])["grid"].status == "ok"
+    assert sorted((reports / "calls.txt").read_text().split()) == ["a0", "a1", "b0", "b1"]   # only b1 ran again
+    assert not (reports / ".resume").exists() or not any((reports / ".resume").iterdir())  # cleared after success
+    resumed = (reports / "grid" / "table_1.csv").read_text()
+    clean = make_project(tmp_path / "clean", {"grid": GRID})
+    assert run(clean, ["grid"])["grid"].status == "ok"
+    assert (clean / "reports" / "grid" / "table_1.csv").read_text() == resumed      # the same numbers as a run never killed
