@@ -4,16 +4,16 @@
 
 # %% ../nbs/12_render.ipynb #d2892107
 from __future__ import annotations
-import re, ast, json, time, base64, gzip, functools, html as _html
+import re, ast, json, math, time, base64, gzip, functools, html as _html
 from pathlib import Path
 
-from .report import COUNTED, INFORMATIONAL, VERDICTS, REPRODUCED, NOT_REPRODUCED, format_value, tested_line, value_text
+from .report import COUNTED, INFORMATIONAL, VERDICTS, REPRODUCED, NOT_REPRODUCED, format_value, format_number, tested_line, value_text
 
 # %% auto #0
 __all__ = ['VERDICT_CLASS', 'MATHJAX_CONFIG', 'CITATION', 'PAGE_CSS', 'CI_BANNER', 'TALLY_LEGEND', 'VERDICT_FILTER', 'esc',
            'when', 'mathjax_dir', 'mathjax_source', 'is_test_only', 'cite_values', 'prepare_notebook', 'notebook_css',
-           'NotebookRenderer', 'tally_html', 'value_html', 'claims_table_html', 'claims_sections_html', 'gates_html',
-           'data_banner', 'paper_header', 'render_cells', 'run_values', 'contents_html', 'report_page',
+           'NotebookRenderer', 'tally_html', 'value_html', 'labelled_html', 'claim_card', 'claims_sections_html',
+           'gates_html', 'data_banner', 'paper_header', 'render_cells', 'run_values', 'contents_html', 'report_page',
            'collection_table']
 
 # %% ../nbs/12_render.ipynb #7e31cbd1
@@ -206,6 +206,10 @@ details pre{white-space:pre-wrap;font-size:.8rem;max-height:20rem;overflow:auto}
 details.code-fold>summary{cursor:pointer;color:#5b6472;font-size:.8rem;padding:.1rem 0;list-style-position:inside}
 details.code-fold>summary code{background:none;color:#5b6472}details.code-fold[open]>summary{color:#24509a}
 nav.toc{border:1px solid #e3e6eb;background:#fafbfc;padding:.5rem 1rem;margin:.8rem 0;font-size:.9rem;columns:2}
+.claim-card{border:1px solid #e3e6eb;border-radius:.4rem;padding:.45rem .7rem;margin:.45rem 0;font-size:.92rem}
+.claim-card .cn{display:grid;grid-template-columns:1fr 1fr;gap:.2rem 1rem;margin:.25rem 0}
+.lv{display:inline-block;margin:0 .7rem .1rem 0}.lv .lab{color:#5b6472}.mark.ok{color:#1e7e34}.mark.bad{color:#b3261e}.mark.nc{color:#5b6472}
+table.mini{border-collapse:collapse;font-size:.82rem;margin:.15rem 0}table.mini td,table.mini th{padding:.05rem .45rem;border-bottom:1px solid #eef0f3;text-align:right}
 nav.toc ul{margin:.3rem 0;padding-left:1rem}nav.toc li.toc-h3{margin-left:1rem;font-size:.85rem}.jump{font-size:.9rem}
 """
 
@@ -222,34 +226,71 @@ def value_html(v) -> str:
     if not isinstance(v, (dict, list)) and len(short) < 120: return esc(short)
     return f"<details><summary>{esc(short)}</summary><pre>{esc(full)}</pre></details>"
 
-def _claim_notes(c: dict) -> str:
-    "The grey lines under a claim's rule: its gates, what its outcome rests on, why, and any change made after results were seen."
-    out = [f'gates: {esc(", ".join(c.get("gates") or []))}' if c.get("gates") else "",
-           f'decided on: {esc(c.get("replicates"))}' if c.get("replicates") else "", esc(c.get("reason") or "")]
-    notes = "".join(f'<div class="nc">{x}</div>' for x in out if x)
-    return notes + (f'<div class="post-hoc">changed after results were seen: {esc(c["post_hoc"])}</div>' if c.get("post_hoc") else "")
+def _is_interval(v) -> bool:
+    "[estimate, low, high] with low <= estimate <= high: shown as 'estimate [low, high]'."
+    return (isinstance(v, (list, tuple)) and len(v) == 3 and all(isinstance(x, (int, float)) and not isinstance(x, bool)
+            and math.isfinite(x) for x in v) and v[1] <= v[0] <= v[2])
 
-def claims_table_html(claims: list[dict]) -> str:
-    "The claims with their verdicts, whose rule it is, the rule and its outcome, and the numbers."
-    if not claims: return "<p>No claims recorded.</p>"
-    rows = []
-    for c in claims:
-        v = str(c.get("verdict", ""))
-        rows.append(f'<tr id="claim-{esc(c.get("id"))}"><td><b>{esc(c.get("id"))}</b></td><td>{esc(c.get("text"))}</td>'
-                    f'<td class="{VERDICT_CLASS.get(v, "")}">{esc(v)}</td>'
-                    f'<td>{esc(c.get("rule"))} <span class="rule-src">(rule: {esc(c.get("rule_source") or "ours")})</span>{_claim_notes(c)}</td>'
-                    f'<td>{value_html(c.get("ours"))}</td><td>{value_html(c.get("paper"))}</td></tr>')
-    return ('<table class="grid claims"><thead><tr><th>claim</th><th>statement</th><th>verdict</th><th>rule, gates and reason</th>'
-            f'<th>ours</th><th>paper</th></tr></thead><tbody>{"".join(rows)}</tbody></table>')
+def _leaf(v) -> str | None:
+    "A number, a short text or an interval as text; None for anything nested."
+    if v is None: return "–"
+    if _is_interval(v): return f"{format_number(v[0])} [{format_number(v[1])}, {format_number(v[2])}]"
+    if isinstance(v, (bool, int, float)): return format_number(v)
+    if isinstance(v, str): return v
+    if isinstance(v, (list, tuple)) and len(v) <= 8 and all(isinstance(x, (bool, int, float, str)) or x is None for x in v):
+        return ", ".join("–" if x is None else format_number(x) if not isinstance(x, str) else x for x in v)
+    return None
 
-def claims_sections_html(claims: list[dict]) -> str:
-    "The paper's claims, then the checks of our implementation in a section of their own (never counted)."
+def labelled_html(v) -> str:
+    """A claim's numbers with their labels: a number as itself, {label: number} as label-value pairs, {row: {column:
+    number}} as a small table, anything deeper folded under its short form."""
+    if _leaf(v) is not None: return esc(_leaf(v))
+    if isinstance(v, dict) and all(_leaf(x) is not None for x in v.values()):
+        return " ".join(f'<span class="lv"><span class="lab">{esc(k)}</span> {esc(_leaf(x))}</span>' for k, x in v.items())
+    if isinstance(v, dict) and all(isinstance(x, dict) and all(_leaf(y) is not None for y in x.values()) for x in v.values()):
+        cols = list(dict.fromkeys(k for x in v.values() for k in x))
+        head = "".join(f"<th>{esc(c)}</th>" for c in cols)
+        rows = "".join(f"<tr><th>{esc(r)}</th>" + "".join(f"<td>{esc(_leaf(x[c])) if c in x else ''}</td>" for c in cols) + "</tr>"
+                       for r, x in v.items())
+        return f'<table class="mini"><tr><th></th>{head}</tr>{rows}</table>'
+    return value_html(v)
+
+def _marks(items: dict, title) -> str:
+    "✓ / ✗ / ? per item (a gate, a replicate block), each with its name on hover."
+    sym = {True: ("ok", "✓"), False: ("bad", "✗"), None: ("nc", "?")}
+    return " ".join(f'<span class="mark {sym[v][0]}" title="{esc(title(k))}">{esc(k)} {sym[v][1]}</span>' for k, v in items.items())
+
+def claim_card(c: dict, gates: dict) -> str:
+    """One claim as a card: its verdict and statement, this run's numbers beside the paper's with their labels, the rule
+    and whose it is, the gates it rests on and the replicate blocks (held or not), a link to the cell that decided it,
+    and the full record folded."""
+    v = str(c.get("verdict", ""))
+    cell = f' <a class="nc" href="#cell-{c["cell"]}">(the cell)</a>' if c.get("cell") is not None else ""
+    g = _marks({x: gates.get(x) for x in c.get("gates") or []}, lambda k: f"gate {k}")
+    blocks = _marks(c["outcome"], lambda k: f"replicate block {k}") if isinstance(c.get("outcome"), dict) else ""
+    facts = " · ".join(x for x in (f"gates: {g}" if g else "", f"blocks: {blocks}" if blocks else "") if x)
+    notes = [f'decided on: {esc(c.get("replicates"))}' if c.get("replicates") else "", esc(c.get("reason") or "")]
+    record = esc(json.dumps({k: c.get(k) for k in ("ours", "paper", "control", "outcome")}, indent=1, default=str, ensure_ascii=False))
+    return (f'<div class="claim-card" id="claim-{esc(c.get("id"))}"><div class="ch"><b>{esc(c.get("id"))}</b> '
+            f'<span class="{VERDICT_CLASS.get(v, "")}">{esc(v)}</span> {esc(c.get("text"))}{cell}</div>'
+            f'<div class="cn"><div><span class="nc">ours</span> {labelled_html(c.get("ours"))}</div>'
+            f'<div><span class="nc">paper</span> {labelled_html(c.get("paper"))}</div></div>'
+            f'<div class="nc">rule: {esc(c.get("rule"))} <span class="rule-src">(rule: {esc(c.get("rule_source") or "ours")})</span>'
+            + (f" · {facts}" if facts else "") + "</div>"
+            + "".join(f'<div class="nc">{x}</div>' for x in notes if x)
+            + (f'<div class="post-hoc">changed after results were seen: {esc(c["post_hoc"])}</div>' if c.get("post_hoc") else "")
+            + f"<details><summary>full record</summary><pre>{record}</pre></details></div>")
+
+def claims_sections_html(claims: list[dict], gates: list[dict] | None = None) -> str:
+    "The paper's claims as cards, then the checks of our implementation in a section of their own (never counted)."
+    held = {g.get("id"): g.get("passed") for g in gates or []}
     effects = [c for c in claims if c.get("kind", "effect") == "effect"]
     checks = [c for c in claims if c.get("kind") == "check"]
-    return (f'<h2 id="claims">Claims</h2>{claims_table_html(effects)}'
+    cards = lambda cs: "".join(claim_card(c, held) for c in cs) if cs else "<p>No claims recorded.</p>"
+    return (f'<h2 id="claims">Claims</h2>{cards(effects)}'
             + (f'<h2 id="checks">Checks of our implementation</h2><p class="nc">Planted effects recovered, algebra against '
                "Monte Carlo, agreement with reference libraries, critiques of a statistic: evidence that the code does what "
-               f"it says, not claims of the paper; never counted.</p>{claims_table_html(checks)}" if checks else ""))
+               f"it says, not claims of the paper; never counted.</p>{cards(checks)}" if checks else ""))
 
 def _gate_budget(g: dict) -> str:
     "A gate's margin past its threshold and, for a learned gate, the calibration that set the budget it tests."
@@ -317,7 +358,7 @@ def paper_header(meta: dict, manifest: dict | None, claims: dict | None, notice:
                + (f' <span class="nc">· <a href="#checks">checks of our implementation</a> (never counted): {n_checks}</span>' if n_checks else "")
                + '</p>' if counts else "")
             + (f"<div>{badges}</div>" if badges else "") + gates_html(cl.get("gates") or [])
-            + (claims_sections_html(cl.get("claims") or []) if claims else "") + "</header>")
+            + (claims_sections_html(cl.get("claims") or [], cl.get("gates")) if claims else "") + "</header>")
 
 # %% ../nbs/12_render.ipynb #60ccac01
 _RENDERERS = {}

@@ -101,6 +101,7 @@ class Claim:
     kind: str = "effect"             # effect: a test of the paper's effect; check: of our implementation or generator
     post_hoc: str | None = None
     replicates: str | None = None    # what the outcome rests on: "3 replicate blocks", "one test pooling 3 seeds", ...
+    cell: int | None = None          # the execution count of the cell that decided it (the report links to it)
 
     def _ipython_display_(self): pass   # a cell ending in rep.claim(...) shows the claim's line, not this record's repr
 
@@ -440,8 +441,10 @@ class Report:
         outcome = {str(k): to_jsonable(x) for k, x in passed.items()} if isinstance(passed, dict) else to_jsonable(passed)
         if self.ctx.blind:     # decided above only to check the call; nothing of the outcome is kept or shown
             v, outcome, ours, control, reason = BLINDED, None, None, None, None
+        try: cell = get_ipython().execution_count      # noqa: F821 (IPython's global)
+        except NameError: cell = None
         cl = Claim(id, text, rule, v, source, [g.id for g in gate_objs], outcome, to_jsonable(ours), to_jsonable(paper),
-                   to_jsonable(control), reason, kind, post_hoc, replicates)
+                   to_jsonable(control), reason, kind, post_hoc, replicates, cell)
         self.claims = [c for c in self.claims if c.id != id] + [cl]
         if self.ctx.blind:
             _md(f"**{id}** — *blinded* (a calibration run: the outcome is withheld). {text}", True)

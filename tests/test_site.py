@@ -80,8 +80,9 @@ def test_paper_page_opens_with_verdicts_data_and_claims(site):
     assert "A. Author, B. Author" in main[:i_report] and "Demo Venue 2024" in main[:i_report]
     assert "(rule: ours)" in main
     for c in claims:
-        tr = re.search(rf'<tr id="claim-{re.escape(c["id"])}">.*?</tr>', page, re.S).group(0)
-        assert c["verdict"] in tr
+        card = re.search(rf'<div class="claim-card" id="claim-{re.escape(c["id"])}">.*?</details></div>', page, re.S).group(0)
+        assert c["verdict"] in card and f'href="#cell-{c["cell"]}"' in card      # the card links the cell that decided it
+        assert f'id="cell-{c["cell"]}"' in page
     assert f'href="{PILOT}.ipynb" download' in page and f'href="{PILOT}.py.html"' in page
     assert "data:image/png;base64" in page          # the executed report's figures
     assert "#| export" not in page and "nbdev_export" not in page
