@@ -86,7 +86,7 @@ def datasets_table(data_root: str, root: Path | None = None) -> str:
         try: importlib.import_module(f"paperlib.papers.{r['slug']}")
         except Exception as e:
             rows.append([r["slug"], "", "", "", f"module failed to import: {type(e).__name__}: {e}"]); continue
-        status = dataset_status(r["slug"], d)
+        status = dataset_status(r["slug"], d, r["datasets"])   # every folder the paper reads, as its frontmatter lists them
         if not status: rows.append([r["slug"], "(none)", "", "", "embedded data only"])
         for st in status:
             rows.append([r["slug"], f"{st['folder']}/", "yes" if st["found"] else "no",

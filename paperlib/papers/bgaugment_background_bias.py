@@ -13,7 +13,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from ..data import DataError, DataSource, Column, Layout, read_index, register_layout, fingerprint_real, read_mat_records
+from ..data import DataError, DataSource, Column, Layout, read_index, register_layout, register_check, fingerprint_real, read_mat_records
 from ..metric import (LOSSES, LOSS_NAMES, check_loss, is_classification_loss, EmbeddingCNN, embed,
                              retrieval_metrics, map_at_r, map_at_r_torch, random_map_at_r, random_map_at_r_draws, train_embedder, mean_std)
 from ..stats import correct_pvalues, beats, not_worse
@@ -477,6 +477,11 @@ def load_real_data(data_root, folders: dict, size: int = 64, binarize: bool = Fa
                      fingerprint_real(data_root, rel), str(data_root),
                      dict(size=size, skipped=skipped, datasets=list(found), files=len(rel)))
     return src, datasets, skipped, banks
+
+# %% ../../nbs/papers/bgaugment_background_bias.ipynb #ba329033
+# `paperlib list --data-root` judges these folders with the readers themselves
+register_check("bgaugment_background_bias", DATASET_FOLDERS["cars196"], load_cars)
+register_check("bgaugment_background_bias", BACKGROUND_FOLDER, background_files)
 
 # %% ../../nbs/papers/bgaugment_background_bias.ipynb #84c88bcf
 PAPER_HPARAMS = {

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..data import Column, Layout, DataError, DataSource, read_table, register_layout, fingerprint_real
+from ..data import Column, Layout, DataError, DataSource, read_table, register_layout, register_check, fingerprint_real
 from ..segment import (UNet, rot4, fit_segmenter, predict_proba, connected_regions, region_areas,
                               detection_metrics, best_f1_threshold, match_regions, average_precision)
 from ..stats import critical_value, mean_ci, topk_threshold, paired_tests, beats
@@ -359,6 +359,10 @@ def load_real_data(data_root, size: int) -> tuple[DataSource, dict]:
     src = DataSource("real", " + ".join(names), f"{len(types)} defect type(s): {', '.join(types)}; images resized to {size} x {size}",
                      fp, str(data_root), dict(types={k: {s: len(v[s][0]) for s in v} for k, v in types.items()}, fingerprints=fps))
     return src, types
+
+# %% ../../nbs/papers/defect_tdist.ipynb #43b9517c
+# `paperlib list --data-root` judges this folder with the reader itself (at the smallest size: only the files matter)
+register_check("defect_tdist", PCB_FOLDER, lambda folder: load_pcb(folder, 32))
 
 # %% ../../nbs/papers/defect_tdist.ipynb #5a4c1016
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 import torch.nn.functional as F
 
-from ..data import DataError, DataSource, Column, Layout, read_table, register_layout, fingerprint_real, cache_dir, read_mat_records
+from ..data import DataError, DataSource, Column, Layout, read_table, register_layout, register_check, fingerprint_real, cache_dir, read_mat_records
 from ..metric import (DML_LOSS_NAMES, check_dml_loss, make_dml_loss, make_dml_miner, train_embedder, embed,
                              batches, mean_std, recall_hits)
 from ..fairness import (OVERALL, subgroup_upstream, subgroup_downstream, subgroup_alignment, subgroup_gap,
@@ -576,6 +576,15 @@ def load_lfw(folder) -> pd.DataFrame:
                            label=pd.factorize(pd.Series(names))[0] + 1, race=race, table=str(path), line=t.attrs["lines"]))
     _check_files(df.path, df.table, df.line, "person")
     return df
+
+# %% ../../nbs/papers/findml_parade.ipynb #36c3c81a
+def _weights_present(folder):
+    if not (Path(folder) / WEIGHTS_FILE).is_file(): raise DataError(f"{Path(folder) / WEIGHTS_FILE}: missing (torchvision's ResNet-50 ImageNet weights)")
+
+# `paperlib list --data-root` judges these folders with the readers themselves
+register_check("findml_parade", FOLDERS["cars196"], load_cars)
+register_check("findml_parade", FOLDERS["lfw"], load_lfw)
+register_check("findml_parade", WEIGHTS_FOLDER, _weights_present)
 
 # %% ../../nbs/papers/findml_parade.ipynb #481391e0
 NORM = dict(imagenet=((0.485, 0.456, 0.406), (0.229, 0.224, 0.225)), half=((0.5,) * 3, (0.5,) * 3))

@@ -18,7 +18,7 @@ import pandas as pd
 import torch
 from scipy import stats as sps
 
-from ..data import DataError, DataSource, Column, Layout, read_index, register_layout, fingerprint_real
+from ..data import DataError, DataSource, Column, Layout, read_index, register_layout, register_check, fingerprint_real
 from ..stats import paired_tests, correct_pvalues, format_p, bootstrap_ci, beats, equivalent
 from ..core import replicate_seeds
 from ..report import rule_outcome
@@ -481,6 +481,15 @@ def load_real_data(stsb=None, stsb_sv=None, models=None) -> dict:
                 out["files"] += [Path("models") / name / f.name for f in sorted((models / name).iterdir()) if f.is_file()]
     if out["stsb"]: out["templates"] = stsb_templates(out["stsb"]["test"].sentence1, "en", str(Path(stsb) / STSB_FILES["test"]))
     return out
+
+# %% ../../nbs/papers/gender_bias_transformers.ipynb #dece1f64
+def _check_models(folder):
+    "Every model snapshot present under models/ must be complete (a partial copy is an error naming it)."
+    for name in MODEL_FOLDERS:
+        if (Path(folder) / name).exists(): check_snapshot(Path(folder) / name)
+
+# `paperlib list --data-root` judges this folder with the reader itself
+register_check("gender_bias_transformers", "models", _check_models)
 
 # %% ../../nbs/papers/gender_bias_transformers.ipynb #04c098f6
 T5_FORMAT, MT5_FORMAT = "stsb sentence1: {a} sentence2: {b}", "s1: {a} s2: {b}"

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 import torch.nn.functional as F
 
-from ..data import Column, Layout, DataError, DataSource, load_real, register_layout, embedded_source, fingerprint_real
+from ..data import Column, Layout, DataError, DataSource, load_real, register_layout, register_check, embedded_source, fingerprint_real
 from ..contrastive import (CONTRASTIVE_LOSSES, check_contrastive_loss, check_alpha, contrastive_loss, supcon_loss,
                                   attract_loss, simclr_loss, ContrastiveCNN, train_contrastive, head_predict, linear_probe,
                                   intra_class_cosine, centre_similarity, stratum_geometry)
@@ -174,6 +174,11 @@ def load_mnist(folder) -> dict:
         if y.max() > 9: raise DataError(f"{pl}: label {y.max()} is not a digit")
         out[split] = (X[:, None], y)
     return out
+
+# %% ../../nbs/papers/supcon_strata.ipynb #5b7c68a9
+# `paperlib list --data-root` judges these folders with the readers themselves
+for _folder, _reader in (("cifar-10-batches-py", load_cifar10), ("cifar-100-python", load_cifar100), ("MNIST", load_mnist)):
+    register_check("supcon_strata", _folder, _reader)
 
 # %% ../../nbs/papers/supcon_strata.ipynb #ca7c76c1
 WATERBIRDS_FOLDER = "waterbird_complete95_forest2water2"
