@@ -73,7 +73,26 @@ def block() -> str:
     rows = "\n".join(paper_row(s, records.get(s, {}), budgets, contention, before, idle) for s in slugs)
     note = (f"Fresh smoke runs (records dated {', '.join(when) or 'never'}), one per seed, on this project's 2-core machine; "
             "a time marked with a load average ran beside other work. Checks are shown apart and never counted.")
-    return f"{START}\n{head}\n{rows}\n\n{note}\n{END}"
+    return f"{START}\n{head}\n{rows}\n\n{note}\n\n{collection_lines(records, idle)}\n{END}"
+
+def decided_share(records: dict, seed: str) -> tuple[int, int]:
+    "(reproduced + not reproduced, reproduced + not reproduced + inconclusive) over every paper's run at `seed`."
+    c = [((rec.get("runs") or {}).get(seed) or {}).get("counts") or {} for rec in records.values()]
+    decided = sum(x.get("reproduced", 0) + x.get("not reproduced", 0) for x in c)
+    return decided, decided + sum(x.get("inconclusive", 0) for x in c)
+
+def collection_lines(records: dict, idle: dict) -> str:
+    "The collection's decided share of checkable verdicts per seed, and its smoke time one paper at a time."
+    shares = []
+    for seed in ("0", "1", "2"):
+        d, n = decided_share(records, seed)
+        shares.append(f"seed {seed}: {d} of {n} ({100 * d / n:.0f} %)" if n else f"seed {seed}: no record")
+    times = {s: (idle.get(s) or {}).get("wall_s") or ((rec.get("runs") or {}).get("0") or {}).get("wall_s")
+             for s, rec in records.items()}
+    known = [t for t in times.values() if t]
+    return (f"Checkable effect claims decided (reproduced or not reproduced; the rest inconclusive): {'; '.join(shares)}. "
+            f"The whole collection's smoke profile, one paper at a time: about {sum(known) / 60:.0f} min "
+            f"(the seed-0 times above, idle where measured idle; {len(known)} of {len(times)} papers timed).")
 
 def render(readme: str) -> str:
     if START not in readme or END not in readme: raise SystemExit(f"README.md has no generated block ({START} ... {END})")
