@@ -115,7 +115,7 @@ def test_difficulty_knobs_are_checked():
     for bad, msg in ((dict(neg_uncommon=1.2), "neg_uncommon=1.2"), (dict(hard_share=-0.5), "hard_share=-0.5"),
                      (dict(pos_wordy="x"), "pos_wordy='x'"), (dict(neg_number=0.7, neg_frame=0.4), "at most 1")):
         with pytest.raises(ValueError, match=msg): sf.SimConfig(**bad)
-    with pytest.raises(ValueError, match="level=1.5"): sf.sim_config(1.5)
+    with pytest.raises(ValueError, match="level=2.5"): sf.sim_config(2.5)
     with pytest.raises(ValueError, match="level=-1"): sf.task_hardness(-1)
     assert sf.sim_config(0.0) == sf.SimConfig(**sf.EASY) and sf.sim_config(1.0).hard_share == 1.0
 
@@ -124,3 +124,11 @@ def test_harder_levels_make_noisier_tags():
     r = [sf.tag_rates(sf.SalientSim(sf.sim_config(lv, sizes=(("A", 8000, 2000),)), seed=1).company("A", 8000, 2000, 0)) for lv in (0.0, 1.0)]
     assert r[1]["uncommon_neg"] > r[0]["uncommon_neg"] + 0.08 and r[1]["quantity_neg"] > r[0]["quantity_neg"] + 0.1
     assert r[1]["quantity_pos"] < r[0]["quantity_pos"] - 0.05
+
+def test_borderline_negatives():
+    "Level 2's borderline negatives are salient-looking sentences labelled 0; below level 1 there are none."
+    assert sf.sim_config(1.0).neg_borderline == 0 and sf.sim_config(2.0).neg_borderline == 0.02
+    assert sf.sim_config(1.5) == sf.SimConfig(**dict(sf.HARD, neg_borderline=0.01))
+    d = sf.SalientSim(sf.SimConfig(neg_borderline=0.5, sizes=(("A", 2000, 100),)), seed=2).company("A", 2000, 100, 0)
+    neg = d[d.label == 0]
+    assert 0.4 < (neg.uncommon | neg.quantity).mean() < 0.7 and set(neg.reason) <= set(sf.REASONS)

@@ -24,18 +24,18 @@ from ..text import (load_minilm, load_wordpiece, wordpieces, is_single_piece, Em
 __all__ = ['LEXICONS', 'UNCOMMON', 'REASONS', 'REASON_MIX', 'NEG_TEMPLATES', 'NEG_NUMBER', 'NEG_UNCOMMON', 'POS_TEMPLATES',
            'POS_KIND_MIX', 'EXPERT_TEMPLATES', 'POS_PRODUCT', 'NEG_PRODUCT', 'BOOK_TEXT', 'SUGG_POS', 'SUGG_NEG',
            'SUGG_HARD_POS', 'SUGG_HARD_NEG', 'NEG_NUMBER_HARD', 'NEG_UNCOMMON_HARD', 'NEG_FRAME', 'POS_REVIEW',
-           'WORDY_EXTRA', 'EASY', 'HARD', 'LADDER', 'SIM_LEVEL', 'TASK_LEVEL', 'QUANTITY_WORDS', 'TAG_TARGETS', 'TASKS',
-           'TASK_RATES', 'TASK_TRAIN', 'TASK_EASY', 'TASK_HARD', 'FOLDER', 'TASK_FOLDER', 'LABEL', 'COMPANY_LAYOUT',
-           'PRODUCT_LAYOUT', 'TASK_LAYOUT', 'MODEL_DIRS', 'TAGS', 'NOUNS', 'QUANTITY_LIST', 'SYNONYMS', 'F1_CEILING',
-           'TASK_CEILING', 'MATCH_MARGIN', 'F1_BAND', 'TASK_BAND', 'PAPER', 'DATASET_NAMES', 'SimConfig', 'sim_config',
-           'SalientSim', 'word_tokens', 'has_quantity', 'tag_rates', 'task_hardness', 'make_task', 'read_lines',
-           'stratified_split', 'load_real_data', 'local_models', 'write_tiny_dataset', 'enrich', 'attribute_words',
-           'editor_oracle', 'uncommon_list', 'HeadConfig', 'mlp_head', 'val_split', 'uda_loss', 'fit_scorer',
-           'fit_linear', 'piece_ids', 'compact_ids', 'KimCNN', 'BiLSTM', 'candidates', 'avg_dist', 'textual_affinity',
-           'rerank', 'propagate', 'eda', 'textrank', 'kmeans_centroids', 'longest', 'top_k', 'one_sided_paired_p',
-           'lm_beats_classical', 'enrichment_helps', 'lp_helps', 'pseudo_label_sanity', 'transfer_richer',
-           'band_margin', 'in_band', 'has_headroom', 'small_data_matches', 'mechanism_holds', 'experts_ranked_high',
-           'recall_gain']
+           'WORDY_EXTRA', 'EASY', 'HARD', 'HARDER', 'LADDER', 'SIM_LEVEL', 'TASK_LEVEL', 'QUANTITY_WORDS',
+           'TAG_TARGETS', 'TASKS', 'TASK_RATES', 'TASK_TRAIN', 'TASK_EASY', 'TASK_HARD', 'FOLDER', 'TASK_FOLDER',
+           'LABEL', 'COMPANY_LAYOUT', 'PRODUCT_LAYOUT', 'TASK_LAYOUT', 'MODEL_DIRS', 'TAGS', 'NOUNS', 'QUANTITY_LIST',
+           'SYNONYMS', 'F1_CEILING', 'TASK_CEILING', 'MATCH_MARGIN', 'F1_BAND', 'TASK_BAND', 'PAPER', 'DATASET_NAMES',
+           'SimConfig', 'sim_config', 'SalientSim', 'word_tokens', 'has_quantity', 'tag_rates', 'task_hardness',
+           'make_task', 'read_lines', 'stratified_split', 'load_real_data', 'local_models', 'write_tiny_dataset',
+           'enrich', 'attribute_words', 'editor_oracle', 'uncommon_list', 'HeadConfig', 'mlp_head', 'val_split',
+           'uda_loss', 'fit_scorer', 'fit_linear', 'piece_ids', 'compact_ids', 'KimCNN', 'BiLSTM', 'candidates',
+           'avg_dist', 'textual_affinity', 'rerank', 'propagate', 'eda', 'textrank', 'kmeans_centroids', 'longest',
+           'top_k', 'one_sided_paired_p', 'lm_beats_classical', 'enrichment_helps', 'lp_helps', 'pseudo_label_sanity',
+           'transfer_richer', 'band_margin', 'in_band', 'has_headroom', 'small_data_matches', 'mechanism_holds',
+           'experts_ranked_high', 'recall_gain']
 
 # %% ../../nbs/papers/salient_facts.ipynb #86f05a2f
 LEXICONS = dict(
@@ -220,32 +220,37 @@ class SimConfig:
     hard_share: float = 0.0                                 # share of the number / attribute negatives from the hard templates
     pos_review: float = 0.0                                 # P(written in a reviewer's voice | positive)
     pos_wordy: float = 0.05                                 # P(no listed token: quantity in words, no lexicon attribute | positive)
+    neg_borderline: float = 0.0                             # P(a salient-looking sentence an annotator judged not salient | negative)
     book_rate: float = 0.003                                # long copied texts among negatives
     n_product: int = 1000                                   # sentences per product
     product_rates: tuple = (("P", 0.05), ("J", 0.08), ("M", 0.08), ("S", 0.06))
     experts: tuple = (("A", 14), ("B", 16))
 
     def __post_init__(self):
-        for k in ("test_share", "pool_rate", "neg_uncommon", "neg_number", "neg_frame", "hard_share", "pos_review", "pos_wordy", "book_rate"):
+        for k in ("test_share", "pool_rate", "neg_uncommon", "neg_number", "neg_frame", "hard_share", "pos_review", "pos_wordy",
+                  "neg_borderline", "book_rate"):
             v = getattr(self, k)
             if not isinstance(v, (int, float)) or not 0 <= v <= 1:
                 raise ValueError(f"SimConfig: {k}={v!r}; a probability in [0, 1] is allowed")
-        total = self.neg_uncommon + self.neg_number + self.neg_frame + self.book_rate
-        if total > 1: raise ValueError(f"SimConfig: neg_uncommon + neg_number + neg_frame + book_rate = {total:g}; at most 1 is allowed")
+        total = self.neg_uncommon + self.neg_number + self.neg_frame + self.neg_borderline + self.book_rate
+        if total > 1: raise ValueError(f"SimConfig: neg_uncommon + neg_number + neg_frame + neg_borderline + book_rate = {total:g}; at most 1 is allowed")
         if not 0 < self.test_share < 1: raise ValueError(f"SimConfig: test_share={self.test_share!r}; a share in (0, 1) is allowed")
         if not (isinstance(self.zipf, (int, float)) and self.zipf >= 0): raise ValueError(f"SimConfig: zipf={self.zipf!r}; an exponent >= 0 is allowed")
 
-# the difficulty ladder, fixed before calibration: level 0 is the old (saturated) proxy, level 1 the hardest; a level in
-# between interpolates every knob linearly
-EASY = dict(neg_uncommon=0.03, neg_number=0.06, neg_frame=0.0, hard_share=0.0, pos_review=0.0, pos_wordy=0.05)
-HARD = dict(neg_uncommon=0.15, neg_number=0.25, neg_frame=0.15, hard_share=1.0, pos_review=0.5, pos_wordy=0.25)
-LADDER = (0.0, 0.25, 0.5, 0.75, 1.0)
+# the difficulty ladder, fixed before calibration: level 0 is the old (saturated) proxy; from 0 to 1 every knob moves
+# linearly from EASY to HARD; from 1 to 2 (added after the first calibration round, see The claim rules) only
+# neg_borderline rises, from 0 to 0.02 (HARDER)
+EASY = dict(neg_uncommon=0.03, neg_number=0.06, neg_frame=0.0, hard_share=0.0, pos_review=0.0, pos_wordy=0.05, neg_borderline=0.0)
+HARD = dict(EASY, neg_uncommon=0.15, neg_number=0.25, neg_frame=0.15, hard_share=1.0, pos_review=0.5, pos_wordy=0.25)
+HARDER = dict(HARD, neg_borderline=0.02)
+LADDER = (0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0)
 
 def sim_config(level: float, **kw) -> SimConfig:
-    "The SimConfig at difficulty `level` in [0, 1] of the ladder EASY -> HARD (other fields from `kw`)."
-    if not isinstance(level, (int, float)) or not 0 <= level <= 1:
-        raise ValueError(f"sim_config: level={level!r}; a difficulty in [0, 1] is allowed (0: the old proxy, 1: the hardest)")
-    return SimConfig(**{k: round(EASY[k] + level * (HARD[k] - EASY[k]), 6) for k in EASY}, **kw)
+    "The SimConfig at difficulty `level` in [0, 2] of the ladder EASY -> HARD -> HARDER (other fields from `kw`)."
+    if not isinstance(level, (int, float)) or not 0 <= level <= 2:
+        raise ValueError(f"sim_config: level={level!r}; a difficulty in [0, 2] is allowed (0: the old proxy, 2: the hardest)")
+    a, b, x = (EASY, HARD, level) if level <= 1 else (HARD, HARDER, level - 1)
+    return SimConfig(**{k: round(a[k] + x * (b[k] - a[k]), 6) for k in EASY}, **kw)
 
 SIM_LEVEL = 0.0     # the proxy's difficulty, chosen blind on calibration seeds (The claim rules); SimConfig()'s defaults are sim_config(SIM_LEVEL)
 TASK_LEVEL = 0.0    # the minority tasks' difficulty, chosen the same way
@@ -308,6 +313,10 @@ class SalientSim:
             reason, t = "irrelevant", BOOK_TEXT
         elif u < c.neg_uncommon + c.neg_number + c.book_rate + c.neg_frame:
             reason, t = NEG_FRAME[r.integers(len(NEG_FRAME))]
+        elif u < c.neg_uncommon + c.neg_number + c.book_rate + c.neg_frame + c.neg_borderline:
+            # a borderline sentence: written like a salient one, judged not salient by the annotator (kappa 0.9 in the paper)
+            p = self.positive(r)
+            return dict(p, label=0, reason="common", kind="")
         else:
             reason = str(r.choice(list(REASON_MIX), p=list(REASON_MIX.values())))
             ts = NEG_TEMPLATES[reason]; t = ts[r.integers(len(ts))]
