@@ -129,6 +129,13 @@ def test_borderline_negatives():
     "Level 2's borderline negatives are salient-looking sentences labelled 0; below level 1 there are none."
     assert sf.sim_config(1.0).neg_borderline == 0 and sf.sim_config(2.0).neg_borderline == 0.02
     assert sf.sim_config(1.5) == sf.SimConfig(**dict(sf.HARD, neg_borderline=0.01))
-    d = sf.SalientSim(sf.SimConfig(neg_borderline=0.5, sizes=(("A", 2000, 100),)), seed=2).company("A", 2000, 100, 0)
+    d = sf.SalientSim(sf.SimConfig(**dict(sf.EASY, neg_borderline=0.5), sizes=(("A", 2000, 100),)), seed=2).company("A", 2000, 100, 0)
     neg = d[d.label == 0]
     assert 0.4 < (neg.uncommon | neg.quantity).mean() < 0.7 and set(neg.reason) <= set(sf.REASONS)
+
+def test_defaults_are_the_calibrated_proxy():
+    "SimConfig()'s defaults are the calibrated level, and its tag rates are the documented TAG_TARGETS (within 0.02)."
+    assert sf.SimConfig() == sf.sim_config(sf.SIM_LEVEL)
+    big = sf.SalientSim(sf.SimConfig(sizes=(("A", 20000, 10000),), n_pool=1, n_product=1), seed=7).company("A", 20000, 10000, 0)
+    r = sf.tag_rates(big)
+    for k, v in sf.TAG_TARGETS.items(): assert abs(r[k] - v) <= 0.02, (k, r[k], v)

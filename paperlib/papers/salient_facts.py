@@ -208,19 +208,19 @@ WORDY_EXTRA = ["a chef cooks breakfast and lunch on every floor", "they pay for 
 # %% ../../nbs/papers/salient_facts.ipynb #86148cad
 @dataclass(frozen=True)
 class SimConfig:
-    "salient_sim's knobs; the defaults are the smoke sizes of company A (62 positives in 3,100) and B (66 in 2,640)."
+    "salient_sim's knobs; the defaults are the smoke sizes of company A (62 positives in 3,100) and B (66 in 2,640) at the calibrated difficulty (SIM_LEVEL)."
     sizes: tuple = (("A", 3100, 62), ("B", 2640, 66))     # (company, sentences, positives)
     test_share: float = 0.2                                 # train:test = 4:1, stratified
     n_pool: int = 4000                                      # unlabelled sentences (companies C and D)
     pool_rate: float = 0.0225                               # salient rate of the unlabelled pool
     zipf: float = 1.1
-    neg_uncommon: float = 0.03                              # P(uncommon attribute | negative)
-    neg_number: float = 0.06                                # P(listed quantity | negative), by templates with numbers
-    neg_frame: float = 0.0                                  # P(a salient sentence's frame with a common attribute | negative)
-    hard_share: float = 0.0                                 # share of the number / attribute negatives from the hard templates
-    pos_review: float = 0.0                                 # P(written in a reviewer's voice | positive)
-    pos_wordy: float = 0.05                                 # P(no listed token: quantity in words, no lexicon attribute | positive)
-    neg_borderline: float = 0.0                             # P(a salient-looking sentence an annotator judged not salient | negative)
+    neg_uncommon: float = 0.15                              # P(uncommon attribute | negative)
+    neg_number: float = 0.25                                # P(listed quantity | negative), by templates with numbers
+    neg_frame: float = 0.15                                 # P(a salient sentence's frame with a common attribute | negative)
+    hard_share: float = 1.0                                 # share of the number / attribute negatives from the hard templates
+    pos_review: float = 0.5                                 # P(written in a reviewer's voice | positive)
+    pos_wordy: float = 0.25                                 # P(no listed token: quantity in words, no lexicon attribute | positive)
+    neg_borderline: float = 0.02                            # P(a salient-looking sentence an annotator judged not salient | negative)
     book_rate: float = 0.003                                # long copied texts among negatives
     n_product: int = 1000                                   # sentences per product
     product_rates: tuple = (("P", 0.05), ("J", 0.08), ("M", 0.08), ("S", 0.06))
@@ -252,7 +252,7 @@ def sim_config(level: float, **kw) -> SimConfig:
     a, b, x = (EASY, HARD, level) if level <= 1 else (HARD, HARDER, level - 1)
     return SimConfig(**{k: round(a[k] + x * (b[k] - a[k]), 6) for k in EASY}, **kw)
 
-SIM_LEVEL = 0.0     # the proxy's difficulty, chosen blind on calibration seeds (The claim rules); SimConfig()'s defaults are sim_config(SIM_LEVEL)
+SIM_LEVEL = 2.0     # the proxy's difficulty, chosen blind on calibration seeds (The claim rules); SimConfig()'s defaults are sim_config(SIM_LEVEL)
 TASK_LEVEL = 0.0    # the minority tasks' difficulty, chosen the same way
 
 _JUNK = "abcdefhijlmnorstuvwy"     # no g, k, x, p: single letters that are units
@@ -396,7 +396,8 @@ def has_quantity(text: str, words=QUANTITY_WORDS) -> bool:
     return any(t.isdigit() or t in words for t in word_tokens(text))
 
 # %% ../../nbs/papers/salient_facts.ipynb #8a90d0df
-TAG_TARGETS = dict(uncommon_pos=0.65, quantity_pos=0.60, uncommon_neg=0.03, quantity_neg=0.06)
+# at the defaults (the calibrated proxy, SIM_LEVEL); the old proxy's were 0.65 / 0.60 / 0.03 / 0.06
+TAG_TARGETS = dict(uncommon_pos=0.52, quantity_pos=0.47, uncommon_neg=0.16, quantity_neg=0.29)
 
 def tag_rates(df: pd.DataFrame) -> dict:
     "P(uncommon | label) and P(quantity | label) of generator sentences."
