@@ -103,3 +103,39 @@ def test_generator_tag_rates_near_targets():
     for k, v in sf.TAG_TARGETS.items(): assert abs(rates[k] - v) <= 0.02, (k, rates[k])
     tr = big[(big.split == "train") & (big.label == 1)]
     assert not tr.unseen.any() and big[(big.split == "test") & (big.label == 1)].unseen.any()
+
+def test_band_gate_passes_and_fails():
+    assert sf.in_band({"A": [0.3, 0.4, 0.5], "B": [0.25, 0.3, 0.2]}, sf.F1_BAND)
+    assert not sf.in_band({"A": [0.3, 0.4, 0.5], "B": [0.9, 0.95, 0.99]}, sf.F1_BAND)      # the old proxy: saturated
+    assert not sf.in_band({"A": [0.1, 0.1, 0.15]}, sf.F1_BAND) and not sf.in_band({}, sf.F1_BAND)
+    assert abs(sf.band_margin({"A": [0.3], "B": [0.55]}, (0.2, 0.6)) - 0.05) < 1e-12
+    assert sf.band_margin({"A": [0.7]}, (0.2, 0.6)) < 0
+
+def test_difficulty_knobs_are_checked():
+    for bad, msg in ((dict(neg_uncommon=1.2), "neg_uncommon=1.2"), (dict(hard_share=-0.5), "hard_share=-0.5"),
+                     (dict(pos_wordy="x"), "pos_wordy='x'"), (dict(neg_number=0.7, neg_frame=0.4), "at most 1")):
+        with pytest.raises(ValueError, match=msg): sf.SimConfig(**bad)
+    with pytest.raises(ValueError, match="level=2.5"): sf.sim_config(2.5)
+    with pytest.raises(ValueError, match="level=-1"): sf.task_hardness(-1)
+    assert sf.sim_config(0.0) == sf.SimConfig(**sf.EASY) and sf.sim_config(1.0).hard_share == 1.0
+
+def test_harder_levels_make_noisier_tags():
+    "Up the ladder the tags fire more on negatives and less on positives (rarer and noisier tags)."
+    r = [sf.tag_rates(sf.SalientSim(sf.sim_config(lv, sizes=(("A", 8000, 2000),)), seed=1).company("A", 8000, 2000, 0)) for lv in (0.0, 1.0)]
+    assert r[1]["uncommon_neg"] > r[0]["uncommon_neg"] + 0.08 and r[1]["quantity_neg"] > r[0]["quantity_neg"] + 0.1
+    assert r[1]["quantity_pos"] < r[0]["quantity_pos"] - 0.05
+
+def test_borderline_negatives():
+    "Level 2's borderline negatives are salient-looking sentences labelled 0; below level 1 there are none."
+    assert sf.sim_config(1.0).neg_borderline == 0 and sf.sim_config(2.0).neg_borderline == 0.02
+    assert sf.sim_config(1.5) == sf.SimConfig(**dict(sf.HARD, neg_borderline=0.01))
+    d = sf.SalientSim(sf.SimConfig(**dict(sf.EASY, neg_borderline=0.5), sizes=(("A", 2000, 100),)), seed=2).company("A", 2000, 100, 0)
+    neg = d[d.label == 0]
+    assert 0.4 < (neg.uncommon | neg.quantity).mean() < 0.7 and set(neg.reason) <= set(sf.REASONS)
+
+def test_defaults_are_the_calibrated_proxy():
+    "SimConfig()'s defaults are the calibrated level, and its tag rates are the documented TAG_TARGETS (within 0.02)."
+    assert sf.SimConfig() == sf.sim_config(sf.SIM_LEVEL)
+    big = sf.SalientSim(sf.SimConfig(sizes=(("A", 20000, 10000),), n_pool=1, n_product=1), seed=7).company("A", 20000, 10000, 0)
+    r = sf.tag_rates(big)
+    for k, v in sf.TAG_TARGETS.items(): assert abs(r[k] - v) <= 0.02, (k, r[k], v)

@@ -23,16 +23,19 @@ from ..text import (load_minilm, load_wordpiece, wordpieces, is_single_piece, Em
 # %% auto #0
 __all__ = ['LEXICONS', 'UNCOMMON', 'REASONS', 'REASON_MIX', 'NEG_TEMPLATES', 'NEG_NUMBER', 'NEG_UNCOMMON', 'POS_TEMPLATES',
            'POS_KIND_MIX', 'EXPERT_TEMPLATES', 'POS_PRODUCT', 'NEG_PRODUCT', 'BOOK_TEXT', 'SUGG_POS', 'SUGG_NEG',
-           'SUGG_HARD_POS', 'SUGG_HARD_NEG', 'QUANTITY_WORDS', 'TAG_TARGETS', 'TASKS', 'TASK_RATES', 'TASK_TRAIN',
-           'FOLDER', 'TASK_FOLDER', 'LABEL', 'COMPANY_LAYOUT', 'PRODUCT_LAYOUT', 'TASK_LAYOUT', 'MODEL_DIRS', 'TAGS',
-           'NOUNS', 'QUANTITY_LIST', 'SYNONYMS', 'F1_CEILING', 'TASK_CEILING', 'MATCH_MARGIN', 'PAPER', 'DATASET_NAMES',
-           'SimConfig', 'SalientSim', 'word_tokens', 'has_quantity', 'tag_rates', 'make_task', 'read_lines',
-           'stratified_split', 'load_real_data', 'local_models', 'write_tiny_dataset', 'enrich', 'attribute_words',
-           'editor_oracle', 'uncommon_list', 'HeadConfig', 'mlp_head', 'val_split', 'uda_loss', 'fit_scorer',
-           'fit_linear', 'piece_ids', 'compact_ids', 'KimCNN', 'BiLSTM', 'candidates', 'avg_dist', 'textual_affinity',
-           'rerank', 'propagate', 'eda', 'textrank', 'kmeans_centroids', 'longest', 'top_k', 'one_sided_paired_p',
-           'lm_beats_classical', 'enrichment_helps', 'lp_helps', 'pseudo_label_sanity', 'transfer_richer',
-           'has_headroom', 'small_data_matches', 'mechanism_holds', 'experts_ranked_high', 'recall_gain']
+           'SUGG_HARD_POS', 'SUGG_HARD_NEG', 'NEG_NUMBER_HARD', 'NEG_UNCOMMON_HARD', 'NEG_FRAME', 'POS_REVIEW',
+           'WORDY_EXTRA', 'EASY', 'HARD', 'HARDER', 'LADDER', 'SIM_LEVEL', 'TASK_LEVEL', 'QUANTITY_WORDS',
+           'TAG_TARGETS', 'TASKS', 'TASK_RATES', 'TASK_TRAIN', 'TASK_EASY', 'TASK_HARD', 'FOLDER', 'TASK_FOLDER',
+           'LABEL', 'COMPANY_LAYOUT', 'PRODUCT_LAYOUT', 'TASK_LAYOUT', 'MODEL_DIRS', 'TAGS', 'NOUNS', 'QUANTITY_LIST',
+           'SYNONYMS', 'F1_CEILING', 'TASK_CEILING', 'MATCH_MARGIN', 'F1_BAND', 'TASK_BAND', 'PAPER', 'DATASET_NAMES',
+           'SimConfig', 'sim_config', 'SalientSim', 'word_tokens', 'has_quantity', 'tag_rates', 'task_hardness',
+           'make_task', 'read_lines', 'stratified_split', 'load_real_data', 'local_models', 'write_tiny_dataset',
+           'enrich', 'attribute_words', 'editor_oracle', 'uncommon_list', 'HeadConfig', 'mlp_head', 'val_split',
+           'uda_loss', 'fit_scorer', 'fit_linear', 'piece_ids', 'compact_ids', 'KimCNN', 'BiLSTM', 'candidates',
+           'avg_dist', 'textual_affinity', 'rerank', 'propagate', 'eda', 'textrank', 'kmeans_centroids', 'longest',
+           'top_k', 'one_sided_paired_p', 'lm_beats_classical', 'enrichment_helps', 'lp_helps', 'pseudo_label_sanity',
+           'transfer_richer', 'band_margin', 'in_band', 'has_headroom', 'small_data_matches', 'mechanism_holds',
+           'experts_ranked_high', 'recall_gain']
 
 # %% ../../nbs/papers/salient_facts.ipynb #86f05a2f
 LEXICONS = dict(
@@ -171,24 +174,86 @@ SUGG_POS = ["it would be nice if {t} came back", "please add {t}", "make sure to
 SUGG_NEG = ["{t} was {adj}", "I used {t} yesterday", "we tried {t} last week", "{t} is {adj} for us", "the {t} broke again",
             "nobody mentioned {t}", "{t} works as documented", "I read about {t}", "{t} and {t2} are both {adj}",
             "{t} took a while to load"]
-SUGG_HARD_POS = ["{t} works better than {t2} here", "{t} is the way to go"]
-SUGG_HARD_NEG = ["would {t} be {adj}?", "I added {t} yesterday", "they asked me to use {t}"]
+SUGG_HARD_POS = ["{t} works better than {t2} here", "{t} is the way to go", "go with {t}", "{t} beats {t2} every time",
+                 "skip {t2}, {t} is {adj}", "{t} is worth asking for"]
+SUGG_HARD_NEG = ["would {t} be {adj}?", "I added {t} yesterday", "they asked me to use {t}", "someone said to use {t}",
+                 "they suggested {t} but it was {adj}", "I asked for {t} last week", "I went with {t}", "{t} beat {t2} in my test"]
+# harder negatives (the knob hard_share): numbers and uncommon attribute words in a non-salient use (personal, hearsay,
+# absence), phrased like the salient sentences
+NEG_NUMBER_HARD = [("personal", "I worked {n} hours a day on the {c}"), ("personal", "my {c} changed {n} times in {m} years"),
+                   ("noquantity", "{n} of my {c} were {adj}"), ("personal", "it took {n} weeks to hear back about the {c}"),
+                   ("personal", "the commute was {n} minutes each way"), ("sentimental", "{adj} {c}, {n} out of 10"),
+                   ("personal", "I waited {n} months for a {c} review"), ("personal", "we had {n} managers in {m} years"),
+                   ("personal", "I spent {m} hours a week in meetings"), ("noquantity", "the {c} is {adj}, {n} times better than my last job")]
+NEG_UNCOMMON_HARD = [("personal", "the {u} was always closed when I wanted it"), ("personal", "I heard there is a {u} somewhere"),
+                     ("noquantity", "who needs a {u} when the {c} is {adj}"), ("personal", "they removed the {u} last year"),
+                     ("personal", "the {u} was too crowded to use"), ("irrelevant", "no {u} here, sadly"),
+                     ("personal", "my old job had a {u}"), ("personal", "I never had time for the {u}")]
+# overlapping vocabularies (the knob neg_frame): the frames of salient sentences filled with a COMMON attribute (not salient)
+NEG_FRAME = [("common", "they have {adj} {c} in every building"), ("common", "there is {adj} {c} on campus"),
+             ("common", "the {c} is open to all employees"), ("common", "you get access to the {c} for free"),
+             ("common", "the office has its own {c}"), ("common", "employees can use the {c} any time"),
+             ("common", "the company offers {adj} {c} to every employee"), ("common", "{adj} {c} for everyone")]
+# salient sentences in a reviewer's voice, with sentiment and common-attribute words (the knob pos_review)
+POS_REVIEW = dict(attr=["{adj} {c} and they have a {u}", "{adj} place, and the {u} is free", "I loved the {u} on campus",
+                        "{adj} people, plus a {u} next to the {c}", "{adj} {adj} place, free {u} for everyone", "I used the {u} all the time, {adj}"],
+                  quant=["{adj} {c}, {n} weeks of paid leave", "the {c} is {adj} and they match {p}% of your 401k",
+                         "{adj} place, {n} days of vacation", "{adj} {c}, and a {n} dollars stipend"],
+                  both=["{adj} {c}, and {n} free {u} visits a year", "I loved the {u}, open {n} hours a day"])
+# salient sentences with no listed token (the knob pos_wordy): quantities in words off the list, no lexicon attribute
+WORDY_EXTRA = ["a chef cooks breakfast and lunch on every floor", "they pay for the whole family's health plan",
+               "they give every new parent a paid quarter off", "the company covers your commute in full",
+               "they fly your family out for the holidays", "a personal trainer is included with the job"]
 
 # %% ../../nbs/papers/salient_facts.ipynb #86148cad
 @dataclass(frozen=True)
 class SimConfig:
-    "salient_sim's knobs; the defaults are the smoke sizes of company A (62 positives in 3,100) and B (66 in 2,640)."
+    "salient_sim's knobs; the defaults are the smoke sizes of company A (62 positives in 3,100) and B (66 in 2,640) at the calibrated difficulty (SIM_LEVEL)."
     sizes: tuple = (("A", 3100, 62), ("B", 2640, 66))     # (company, sentences, positives)
     test_share: float = 0.2                                 # train:test = 4:1, stratified
     n_pool: int = 4000                                      # unlabelled sentences (companies C and D)
     pool_rate: float = 0.0225                               # salient rate of the unlabelled pool
     zipf: float = 1.1
-    neg_uncommon: float = 0.03                              # P(uncommon attribute | negative)
-    neg_number: float = 0.06                                # P(listed quantity | negative), by templates with numbers
+    neg_uncommon: float = 0.15                              # P(uncommon attribute | negative)
+    neg_number: float = 0.25                                # P(listed quantity | negative), by templates with numbers
+    neg_frame: float = 0.15                                 # P(a salient sentence's frame with a common attribute | negative)
+    hard_share: float = 1.0                                 # share of the number / attribute negatives from the hard templates
+    pos_review: float = 0.5                                 # P(written in a reviewer's voice | positive)
+    pos_wordy: float = 0.25                                 # P(no listed token: quantity in words, no lexicon attribute | positive)
+    neg_borderline: float = 0.02                            # P(a salient-looking sentence an annotator judged not salient | negative)
     book_rate: float = 0.003                                # long copied texts among negatives
     n_product: int = 1000                                   # sentences per product
     product_rates: tuple = (("P", 0.05), ("J", 0.08), ("M", 0.08), ("S", 0.06))
     experts: tuple = (("A", 14), ("B", 16))
+
+    def __post_init__(self):
+        for k in ("test_share", "pool_rate", "neg_uncommon", "neg_number", "neg_frame", "hard_share", "pos_review", "pos_wordy",
+                  "neg_borderline", "book_rate"):
+            v = getattr(self, k)
+            if not isinstance(v, (int, float)) or not 0 <= v <= 1:
+                raise ValueError(f"SimConfig: {k}={v!r}; a probability in [0, 1] is allowed")
+        total = self.neg_uncommon + self.neg_number + self.neg_frame + self.neg_borderline + self.book_rate
+        if total > 1: raise ValueError(f"SimConfig: neg_uncommon + neg_number + neg_frame + neg_borderline + book_rate = {total:g}; at most 1 is allowed")
+        if not 0 < self.test_share < 1: raise ValueError(f"SimConfig: test_share={self.test_share!r}; a share in (0, 1) is allowed")
+        if not (isinstance(self.zipf, (int, float)) and self.zipf >= 0): raise ValueError(f"SimConfig: zipf={self.zipf!r}; an exponent >= 0 is allowed")
+
+# the difficulty ladder, fixed before calibration: level 0 is the old (saturated) proxy; from 0 to 1 every knob moves
+# linearly from EASY to HARD; from 1 to 2 (added after the first calibration round, see The claim rules) only
+# neg_borderline rises, from 0 to 0.02 (HARDER)
+EASY = dict(neg_uncommon=0.03, neg_number=0.06, neg_frame=0.0, hard_share=0.0, pos_review=0.0, pos_wordy=0.05, neg_borderline=0.0)
+HARD = dict(EASY, neg_uncommon=0.15, neg_number=0.25, neg_frame=0.15, hard_share=1.0, pos_review=0.5, pos_wordy=0.25)
+HARDER = dict(HARD, neg_borderline=0.02)
+LADDER = (0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0)
+
+def sim_config(level: float, **kw) -> SimConfig:
+    "The SimConfig at difficulty `level` in [0, 2] of the ladder EASY -> HARD -> HARDER (other fields from `kw`)."
+    if not isinstance(level, (int, float)) or not 0 <= level <= 2:
+        raise ValueError(f"sim_config: level={level!r}; a difficulty in [0, 2] is allowed (0: the old proxy, 2: the hardest)")
+    a, b, x = (EASY, HARD, level) if level <= 1 else (HARD, HARDER, level - 1)
+    return SimConfig(**{k: round(a[k] + x * (b[k] - a[k]), 6) for k in EASY}, **kw)
+
+SIM_LEVEL = 2.0     # the proxy's difficulty, chosen blind on calibration seeds (The claim rules); SimConfig()'s defaults are sim_config(SIM_LEVEL)
+TASK_LEVEL = 0.0    # the minority tasks' difficulty, chosen the same way
 
 _JUNK = "abcdefhijlmnorstuvwy"     # no g, k, x, p: single letters that are units
 
@@ -234,14 +299,24 @@ class SalientSim:
         return re.sub(r"\{(\w+)\}", sub, template), used
 
     # -- sentences
+    def _pick(self, r, easy, hard):
+        ts = hard if (self.cfg.hard_share > 0 and r.random() < self.cfg.hard_share) else easy
+        return ts[r.integers(len(ts))]
+
     def negative(self, r) -> dict:
-        u = r.random()
-        if u < self.cfg.neg_uncommon:
-            reason, t = NEG_UNCOMMON[r.integers(len(NEG_UNCOMMON))]
-        elif u < self.cfg.neg_uncommon + self.cfg.neg_number:
-            reason, t = NEG_NUMBER[r.integers(len(NEG_NUMBER))]
-        elif u < self.cfg.neg_uncommon + self.cfg.neg_number + self.cfg.book_rate:
+        u, c = r.random(), self.cfg
+        if u < c.neg_uncommon:
+            reason, t = self._pick(r, NEG_UNCOMMON, NEG_UNCOMMON_HARD)
+        elif u < c.neg_uncommon + c.neg_number:
+            reason, t = self._pick(r, NEG_NUMBER, NEG_NUMBER_HARD)
+        elif u < c.neg_uncommon + c.neg_number + c.book_rate:
             reason, t = "irrelevant", BOOK_TEXT
+        elif u < c.neg_uncommon + c.neg_number + c.book_rate + c.neg_frame:
+            reason, t = NEG_FRAME[r.integers(len(NEG_FRAME))]
+        elif u < c.neg_uncommon + c.neg_number + c.book_rate + c.neg_frame + c.neg_borderline:
+            # a borderline sentence: written like a salient one, judged not salient by the annotator (kappa 0.9 in the paper)
+            p = self.positive(r)
+            return dict(p, label=0, reason="common", kind="")
         else:
             reason = str(r.choice(list(REASON_MIX), p=list(REASON_MIX.values())))
             ts = NEG_TEMPLATES[reason]; t = ts[r.integers(len(ts))]
@@ -249,8 +324,12 @@ class SalientSim:
         return dict(sentence=s, label=0, reason=reason, kind="", attributes=used)
 
     def positive(self, r, seen_only=False) -> dict:
-        kind = str(r.choice(list(POS_KIND_MIX), p=list(POS_KIND_MIX.values())))
-        ts = POS_TEMPLATES[kind]
+        w = self.cfg.pos_wordy; rest = 1 - POS_KIND_MIX["wordy"]
+        mix = {k: (w if k == "wordy" else v * (1 - w) / rest) for k, v in POS_KIND_MIX.items()}
+        kind = str(r.choice(list(mix), p=list(mix.values())))
+        if kind == "wordy": ts = POS_TEMPLATES["wordy"] + WORDY_EXTRA
+        elif self.cfg.pos_review > 0 and r.random() < self.cfg.pos_review: ts = POS_REVIEW[kind]
+        else: ts = POS_TEMPLATES[kind]
         s, used = self._fill(r, ts[r.integers(len(ts))], seen_only)
         return dict(sentence=s, label=1, reason="salient", kind=kind, attributes=used)
 
@@ -317,7 +396,8 @@ def has_quantity(text: str, words=QUANTITY_WORDS) -> bool:
     return any(t.isdigit() or t in words for t in word_tokens(text))
 
 # %% ../../nbs/papers/salient_facts.ipynb #8a90d0df
-TAG_TARGETS = dict(uncommon_pos=0.65, quantity_pos=0.60, uncommon_neg=0.03, quantity_neg=0.06)
+# at the defaults (the calibrated proxy, SIM_LEVEL); the old proxy's were 0.65 / 0.60 / 0.03 / 0.06
+TAG_TARGETS = dict(uncommon_pos=0.52, quantity_pos=0.47, uncommon_neg=0.16, quantity_neg=0.29)
 
 def tag_rates(df: pd.DataFrame) -> dict:
     "P(uncommon | label) and P(quantity | label) of generator sentences."
@@ -330,26 +410,37 @@ TASKS = ("SUGG", "HOTEL", "SENT", "PARA")
 TASK_RATES = dict(SUGG=0.26, HOTEL=0.05, SENT=0.10, PARA=0.17)
 TASK_TRAIN = dict(SUGG=8500, HOTEL=6000, SENT=9100, PARA=5200)          # the paper's training sizes; test = train / 4
 
-def _task_sentence(r, task: str, pos: bool) -> str:
+TASK_EASY, TASK_HARD = (0.15, 0.10), (0.55, 0.45)       # (P(no cue word | positive), P(a cue word | negative)) at level 0 and 1
+
+def task_hardness(level: float) -> tuple[float, float]:
+    "The (hard_pos, hard_neg) shares of the minority tasks at difficulty `level` in [0, 1] (0: the old tasks)."
+    if not isinstance(level, (int, float)) or not 0 <= level <= 1:
+        raise ValueError(f"task_hardness: level={level!r}; a difficulty in [0, 1] is allowed (0: the old tasks, 1: the hardest)")
+    return tuple(round(e + level * (h - e), 6) for e, h in zip(TASK_EASY, TASK_HARD))
+
+def _task_sentence(r, task: str, pos: bool, hard_pos: float = 0.15, hard_neg: float = 0.10) -> str:
     topics = LEXICONS["suggestion_topics"][task]
-    hard = r.random() < (0.15 if pos else 0.10)
+    hard = r.random() < (hard_pos if pos else hard_neg)
     ts = (SUGG_HARD_POS if hard else SUGG_POS) if pos else (SUGG_HARD_NEG if hard else SUGG_NEG)
     t = ts[r.integers(len(ts))]
     return re.sub(r"\{(\w+)\}", lambda m: str(r.choice(topics)) if m.group(1) in ("t", "t2") else str(r.choice(LEXICONS["sentiment_adjs"])), t)
 
-def make_task(task: str, n_train: int, n_test: int, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
-    "(train, test) frames of text, label for one generated minority-comment task at its positive rate."
+def make_task(task: str, n_train: int, n_test: int, seed: int, hard: tuple | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    "(train, test) frames of text, label for one generated minority-comment task at its positive rate; `hard`: (hard_pos, hard_neg)."
     if task not in TASK_RATES: raise ValueError(f"unknown task {task!r}; valid: {', '.join(TASK_RATES)}")
+    hard = task_hardness(TASK_LEVEL) if hard is None else hard
+    if len(hard) != 2 or not all(isinstance(h, (int, float)) and 0 <= h <= 1 for h in hard):
+        raise ValueError(f"make_task: hard={hard!r}; two probabilities in [0, 1] (hard_pos, hard_neg) are allowed")
     r = np.random.default_rng([seed, 5, TASKS.index(task)])
     def one(n):
         n_pos = int(round(n * TASK_RATES[task])); labels = np.r_[np.ones(n_pos, int), np.zeros(n - n_pos, int)]
         r.shuffle(labels)
-        if task != "PARA": texts = [_task_sentence(r, task, bool(l)) for l in labels]
+        if task != "PARA": texts = [_task_sentence(r, task, bool(l), *hard) for l in labels]
         else:
             texts = []
             for l in labels:
                 k = int(r.integers(2, 5)); pos = set(r.choice(k, int(r.integers(1, k + 1)), replace=False)) if l else set()
-                texts.append(". ".join(_task_sentence(r, task, i in pos) for i in range(k)))
+                texts.append(". ".join(_task_sentence(r, task, i in pos, *hard) for i in range(k)))
         return pd.DataFrame(dict(text=texts, label=labels))
     return one(n_train), one(n_test)
 
@@ -734,6 +825,19 @@ def transfer_richer(top_pos: int, rand_pos: int, k: int = 100, ratio: float = 3.
 F1_CEILING = 0.80        # headroom of C3-C6: the plain (or classical) F1 must leave room for a gain of the paper's size
 TASK_CEILING = 0.90      # headroom of C8/C9: the full-set LM's F1 on a minority task
 MATCH_MARGIN = 0.02      # C8/C9: "matches" = not worse by 0.02 F1 or more (the paper's largest shortfall it calls a match)
+F1_BAND = (0.20, 0.60)   # issue 28: the plain model's F1 on every company, near the paper's difficulty (fixed before calibration)
+TASK_BAND = (0.50, 0.90) # issue 28: the full-set LM's F1 on every task (the paper's full-set BERT: 0.54-0.86)
+
+def band_margin(f1s, band) -> float:
+    "How far inside `band` = (lo, hi) the mean F1s of `f1s` ({name: F1s over seeds}) lie, at the worst one (negative: outside)."
+    lo, hi = band
+    if not f1s: return float("nan")
+    return float(min(min(np.mean(v) - lo, hi - np.mean(v)) for v in f1s.values()))
+
+def in_band(f1s, band) -> bool:
+    "Every mean F1 of `f1s` lies in `band` (inclusive), and there is at least one."
+    m = band_margin(f1s, band)
+    return bool(np.isfinite(m) and m >= 0)
 
 def has_headroom(f1s, ceiling: float) -> bool:
     "Headroom: every mean F1 of `f1s` ({name: F1s over seeds}) is at or below `ceiling` (and there is at least one)."
