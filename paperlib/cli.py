@@ -37,6 +37,9 @@ def parser() -> argparse.ArgumentParser:
                            type=_number("--seed", minimum=0) if name == "seed" else str)
     r.add_argument("--jobs", "-j", type=_number("--jobs", minimum=1),
                    help="notebooks run at once on this machine; cores are divided between them (local executor)")
+    r.add_argument("--dry-run", action="store_true",
+                   help="with --profile full: build every model and table at full size, run each loop a couple of steps "
+                        "(the sizes' dry values), into <reports>/dry-run/; verdicts mean nothing")
     r.add_argument("--calibrate", action="store_true",
                    help="a blinded calibration run: gates, plan and training curves shown, every claim's outcome withheld; "
                         f"seeds from {CALIBRATION_SEED} up (default {CALIBRATION_SEED}), reports under <reports>/calibration/")
@@ -113,7 +116,7 @@ def main(argv=None) -> int:
             from paperlib.site import build_site  # nbconvert is imported only when a site is built
             print(build_site(Path(args.out), Path(args.reports) if args.reports else None)); return 0
         runs = reproduce(args.papers, jobs=args.jobs, force=args.force, timeout=args.timeout, executor=args.executor,
-                         scheduler=args.scheduler, blind=args.calibrate or None, **{k: getattr(args, k) for k in RUN_OPTION_HELP})
+                         scheduler=args.scheduler, blind=args.calibrate or None, dry_run=args.dry_run, **{k: getattr(args, k) for k in RUN_OPTION_HELP})
     except (ValueError, TypeError, FileNotFoundError, FileExistsError, ImportError, ConnectionError, TimeoutError) as e:
         print(f"paperlib: error: {e}", file=sys.stderr); return 2
     except KeyboardInterrupt as e:
@@ -121,7 +124,8 @@ def main(argv=None) -> int:
         print(f"paperlib: interrupted ({why}); reports that were being written were discarded, the last good ones kept", file=sys.stderr)
         return 130
     print("\n" + summary(runs))
-    print(f"\nindex: {read_settings()['reports'] / ('calibration' if args.calibrate else '') / 'index.html'}")
+    sub_reports = "calibration" if args.calibrate else "dry-run" if args.dry_run else ""
+    print(f"\nindex: {read_settings()['reports'] / sub_reports / 'index.html'}")
     return 0 if all(r.status in ("ok", "cached") for r in runs) else 1
 
 # %% ../nbs/08_cli.ipynb #2fa33431

@@ -13,11 +13,11 @@ import numpy as np
 from fastcore.basics import AttrDict, patch
 
 # %% auto #0
-__all__ = ['PROFILES', 'CALIBRATION_SEED', 'SETTINGS_DEFAULTS', 'THREAD_ENV', 'KEY_PACKAGES', 'RESUME_ENV', 'project_root',
-           'check_profile', 'by_profile', 'check_number', 'RunParams', 'read_settings', 'resolve_device',
-           'seed_everything', 'set_pool_threads', 'pool_threads', 'compute_threads', 'parallel_map', 'package_versions',
-           'git_state', 'provenance', 'replicate_seeds', 'RunContext', 'Size', 'declare_sizes', 'cell_key',
-           'grid_cells', 'run_grid']
+__all__ = ['PROFILES', 'CALIBRATION_SEED', 'SETTINGS_DEFAULTS', 'THREAD_ENV', 'KEY_PACKAGES', 'DRY_ENV', 'RESUME_ENV',
+           'project_root', 'check_profile', 'by_profile', 'check_number', 'RunParams', 'read_settings',
+           'resolve_device', 'seed_everything', 'set_pool_threads', 'pool_threads', 'compute_threads', 'parallel_map',
+           'package_versions', 'git_state', 'provenance', 'replicate_seeds', 'RunContext', 'Size', 'declare_sizes',
+           'cell_key', 'grid_cells', 'run_grid']
 
 # %% ../nbs/00_core.ipynb #bde6a852
 def project_root(start: str | Path | None = None) -> Path:
@@ -266,6 +266,8 @@ def replicate_seeds(run_seed: int, n: int, stream: str = "replicates") -> list[i
     return [int(c.generate_state(1, np.uint32)[0]) for c in children]
 
 # %% ../nbs/00_core.ipynb #c8b164f9
+DRY_ENV = "PAPERLIB_DRY_RUN"    # set by `paperlib reproduce --profile full --dry-run` for the notebooks it runs
+
 @dataclass
 class RunContext:
     "Parameters of one run of a paper notebook, checked and applied."
@@ -280,6 +282,7 @@ class RunContext:
     started: float = field(default_factory=time.time)
     timings: dict = field(default_factory=dict)
     plan_items: dict = field(default_factory=dict)   # the sizes declared with `ctx.sizes`, for the report's plan table
+    dry_run: bool = False        # a full-profile dry run: full-size models, each loop a few steps (see `Size.dry`)
 
     @classmethod
     def create(cls, slug, *args, **kw):
@@ -299,10 +302,14 @@ class RunContext:
         # CUDA cannot be used in a forked child, nor autograd after a fork: starting CUDA now makes parallel_map run
         # every job in this process (it forks only while CUDA is uninitialised), as a GPU run wants anyway
         if device.startswith("cuda"): import torch; torch.cuda.init()
-        return cls(slug, p.profile, p.seed, device, data_root, out_dir, p.threads or os.cpu_count() or 1, p.blind)
+        dry = os.environ.get(DRY_ENV) == "1"
+        if dry and p.profile != "full": raise ValueError(f"a dry run ({DRY_ENV}=1) runs the full profile; got profile {p.profile!r}")
+        return cls(slug, p.profile, p.seed, device, data_root, out_dir, p.threads or os.cpu_count() or 1, p.blind, dry_run=dry)
 
     def pick(self, ci, smoke, full):
         "The value for this run's profile."
+        if self.dry_run: raise ValueError("a dry run shrinks only the sizes declared with ctx.sizes(name=Size(..., dry=...)); "
+                                          "this notebook still takes a size from ctx.pick, which has no dry-run value")
         return by_profile(self.profile, ci=ci, smoke=smoke, full=full)
 
     def seeds(self, n: int, stream: str = "replicates") -> list[int]:
@@ -347,11 +354,12 @@ class Size:
     full: object
     why: str | dict = ""
     item: str = ""                  # its name in the plan table (default: the keyword it is declared under)
+    dry: object = None              # its value in a full-profile dry run (steps, replicates: a couple); None: the full value
 
     def reason(self, profile: str) -> str:
         return self.why.get(profile, "") if isinstance(self.why, dict) else self.why
 
-def declare_sizes(profile: str, items: dict) -> AttrDict:
+def declare_sizes(profile: str, items: dict, dry: bool = False) -> AttrDict:
     "This profile's value of every `Size` in `items`, after checking that each has a paper value and each difference a reason."
     check_profile(profile)
     for k, s in items.items():
@@ -360,12 +368,13 @@ def declare_sizes(profile: str, items: dict) -> AttrDict:
         bare = [p for p in PROFILES if getattr(s, p) != s.paper and not s.reason(p)]
         if bare: raise ValueError(f"size {k}: the {', '.join(bare)} value{'s' * (len(bare) > 1)} ({', '.join(repr(getattr(s, p)) for p in bare)}) "
                                   f"differ{'s' * (len(bare) == 1)} from the paper's ({s.paper!r}) without a reason: give why=")
+    if dry: return AttrDict({k: s.full if s.dry is None else s.dry for k, s in items.items()})   # full sizes, tiny loops
     return AttrDict({k: getattr(s, profile) for k, s in items.items()})
 
 @patch
 def sizes(self: RunContext, **items: Size) -> AttrDict:
     "This run's value of every declared size (`SIZES.steps` or `SIZES['steps']`); the declarations feed `rep.plan()`."
-    values = declare_sizes(self.profile, items)
+    values = declare_sizes(self.profile, items, self.dry_run)
     self.plan_items.update(items)
     return values
 

@@ -10,11 +10,11 @@ from pathlib import Path
 from .report import COUNTED, INFORMATIONAL, VERDICTS, REPRODUCED, NOT_REPRODUCED, format_value, format_number, tested_line, value_text
 
 # %% auto #0
-__all__ = ['VERDICT_CLASS', 'MATHJAX_CONFIG', 'CITATION', 'PAGE_CSS', 'CI_BANNER', 'TALLY_LEGEND', 'VERDICT_FILTER', 'esc',
-           'when', 'mathjax_dir', 'mathjax_source', 'is_test_only', 'cite_values', 'prepare_notebook', 'notebook_css',
-           'NotebookRenderer', 'tally_html', 'value_html', 'labelled_html', 'claim_card', 'claims_sections_html',
-           'gates_html', 'data_banner', 'paper_header', 'render_cells', 'run_values', 'contents_html', 'report_page',
-           'collection_table']
+__all__ = ['VERDICT_CLASS', 'MATHJAX_CONFIG', 'CITATION', 'PAGE_CSS', 'CI_BANNER', 'DRY_BANNER', 'TALLY_LEGEND', 'VERDICT_FILTER',
+           'esc', 'when', 'mathjax_dir', 'mathjax_source', 'is_test_only', 'cite_values', 'prepare_notebook',
+           'notebook_css', 'NotebookRenderer', 'tally_html', 'value_html', 'labelled_html', 'claim_card',
+           'claims_sections_html', 'gates_html', 'data_banner', 'paper_header', 'render_cells', 'run_values',
+           'contents_html', 'report_page', 'collection_table']
 
 # %% ../nbs/12_render.ipynb #7e31cbd1
 def esc(s) -> str:
@@ -337,6 +337,10 @@ CI_BANNER = ('<p class="headline"><b>A ci run: its verdicts say nothing about th
              'code path in seconds, with models too small and too briefly trained to learn; run the smoke profile for '
              'the laptop reproduction.</p>')
 
+DRY_BANNER = ('<p class="headline"><b>A full-profile dry run: its verdicts mean nothing.</b> Every model, loader and table of '
+              'the full profile was built at its real size and every loop ran a couple of steps, so that the full '
+              'profile\'s code has run before a GPU is spent on it.</p>')
+
 def paper_header(meta: dict, manifest: dict | None, claims: dict | None, notice: str = "") -> str:
     "The first screen of a paper: title, venue, authors, data banner, verdict tally, run facts, gates and claims."
     m = manifest or {}
@@ -353,7 +357,8 @@ def paper_header(meta: dict, manifest: dict | None, claims: dict | None, notice:
             + (f'<p class="authors">{esc(meta.get("authors"))}</p>' if meta.get("authors") else "")
             + (f'<p>{esc(meta.get("description"))}</p>' if meta.get("description") else "")
             + notice + (data_banner(m.get("data")) if manifest else "")
-            + (CI_BANNER if m.get("profile") == "ci" else _headline(counts, cl.get("gates") or [], m.get("profile")))
+            + (DRY_BANNER if m.get("dry_run") else CI_BANNER if m.get("profile") == "ci"
+               else _headline(counts, cl.get("gates") or [], m.get("profile")))
             + (f'<p class="tally"><b>{esc(tested)}</b>: {tally_html(counts)}'
                + (f' <span class="nc">· <a href="#checks">checks of our implementation</a> (never counted): {n_checks}</span>' if n_checks else "")
                + '</p>' if counts else "")

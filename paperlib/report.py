@@ -377,9 +377,10 @@ class Report:
     def plan(self, rows: list[dict] | None = None, caption: str = "") -> pd.DataFrame:
         """The 'Plan vs this profile' table: first the sizes declared with `ctx.sizes` (their paper value, this profile's and
         why they differ), then `rows` of item, plan (the paper's experiment), this_run, why, for what is not a size."""
-        p = self.ctx.profile
-        declared = [dict(item=s.item or k, plan=s.paper, this_run=getattr(s, p), why=s.reason(p) if getattr(s, p) != s.paper else "")
-                    for k, s in self.ctx.plan_items.items()]
+        p, dry = self.ctx.profile, self.ctx.dry_run
+        value = lambda s: s.dry if dry and s.dry is not None else getattr(s, p)
+        why = lambda s: ("a dry run: the loop runs a couple of steps" if dry and s.dry is not None else s.reason(p)) if value(s) != s.paper else ""
+        declared = [dict(item=s.item or k, plan=s.paper, this_run=value(s), why=why(s)) for k, s in self.ctx.plan_items.items()]
         if not declared and not rows: raise ValueError("rep.plan: nothing to show; declare sizes with ctx.sizes(...) or pass rows")
         df = self._rows(declared + list(rows or []), "plan", ("item", "plan", "this_run"), "why")
         df["differs"] = [str(p) != str(t) for p, t in zip(df["plan"], df["this_run"])]
@@ -475,6 +476,7 @@ class Report:
                         data=self.source.to_dict(), verdicts=counts, checks=checks, tested=tested,
                         gates={g["id"]: g["passed"] for g in gates}, timings=self.ctx.timings,
                         artefacts=sorted(self.artefacts), started=self.ctx.started, finished=time.time(), blind=blind,
+                        dry_run=self.ctx.dry_run,
                         provenance=provenance(self.ctx.device))
         values = {k: asdict(v) for k, v in self.values.items()}
         write_json(self.out / "values.json", values)

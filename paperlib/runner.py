@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, asdict, replace, fields
 from pathlib import Path
 from importlib import metadata
 
-from .core import project_root, read_settings, RunParams, THREAD_ENV, check_number, CALIBRATION_SEED, RESUME_ENV
+from .core import project_root, read_settings, RunParams, THREAD_ENV, check_number, CALIBRATION_SEED, RESUME_ENV, DRY_ENV
 from .report import write_json, COUNTED, INFORMATIONAL, KEEP
 from .data import fingerprint_real
 from .collection import (paper_notebooks, check_papers, paper_meta, code_cells, read_nb, read_manifest,
@@ -443,14 +443,19 @@ def _clean_orphans(reports: Path):
 
 def reproduce(names=(), *, jobs: int | None = None, force: bool = False, timeout: float | None = None,
               executor: str = "local", scheduler: str | None = None, root: Path | None = None,
-              reports: Path | None = None, log=print, **params) -> list[PaperRun]:
-    "Reproduce papers `names` (all if empty) with run parameters `params` (`RunParams` fields); one PaperRun each."
+              reports: Path | None = None, log=print, dry_run: bool = False, **params) -> list[PaperRun]:
+    """Reproduce papers `names` (all if empty) with run parameters `params` (`RunParams` fields); one PaperRun each.
+    `dry_run`: the full profile with every declared size at its dry-run value, into <reports>/dry-run/ (local executor)."""
     root = Path(root) if root else project_root()
     cfg = read_settings(root)
     run_params = batch_params(cfg, **params)
     timeout = check_number(cfg["timeout"] if timeout is None else timeout, "timeout", float, above=0)
     reports = Path(reports) if reports else cfg["reports"]
     if run_params.blind: reports = reports / "calibration"    # calibration runs never replace a report or enter its index
+    if dry_run:
+        if run_params.profile != "full": raise ValueError(f"--dry-run runs the full profile's code at tiny budgets: give --profile full, not {run_params.profile}")
+        if executor != "local": raise ValueError("--dry-run runs on this machine: use the local executor")
+        reports = reports / "dry-run"                          # nor do dry runs
     slugs = check_papers(list(names), root)
     ex = make_executor(executor, jobs=jobs if jobs is not None else cfg["jobs"], jobs_given=jobs is not None,
                        timeout=timeout, scheduler=scheduler, log=log)
@@ -460,8 +465,10 @@ def reproduce(names=(), *, jobs: int | None = None, force: bool = False, timeout
     handlers = {}
     if threading.current_thread() is threading.main_thread():
         handlers = {s: signal.signal(s, _raise_interrupt) for s in (signal.SIGTERM, signal.SIGHUP)}
+    if dry_run: os.environ[DRY_ENV] = "1"           # the children and their kernels inherit it
     try: ex.run(queue, lambda job, out: runs.__setitem__(job.slug, finish(reports, job, out, log)))
     finally:
+        if dry_run: os.environ.pop(DRY_ENV, None)
         for s, h in handlers.items(): signal.signal(s, h)
         for job in queue:   # only this batch's leftovers (a job interrupted before it started)
             shutil.rmtree(job.staging, ignore_errors=True)

@@ -74,3 +74,18 @@ def test_new_paper_reads_real_data(scratch_repo, tmp_path):
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     m = json.loads((reports / "demo_paper/manifest.json").read_text())
     assert m["data"]["kind"] == "real" and m["data"]["params"]["rows"] == 3
+
+def test_full_profile_dry_run(scratch_repo):
+    """`--profile full --dry-run` runs the full profile's code with every declared size at its dry value, into
+    reports/dry-run/, and says on the first screen that its verdicts mean nothing; other profiles are refused."""
+    r = paperlib(scratch_repo, "reproduce", "demo_paper", "--profile", "full", "--dry-run")
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = scratch_repo / "reports" / "dry-run" / "demo_paper"
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["dry_run"] is True and m["profile"] == "full"
+    assert "A full-profile dry run" in (out / "report.html").read_text()
+    plan = (out / "plan_vs_this_profile.csv").read_text()
+    assert "samples,6000,60," in plan                       # the dry value of n, beside the paper's 6000
+    assert not (scratch_repo / "reports" / "dry-run" / "demo_paper").samefile(scratch_repo / "reports" / "demo_paper")
+    r = paperlib(scratch_repo, "reproduce", "demo_paper", "--profile", "smoke", "--dry-run")
+    assert r.returncode == 2 and "give --profile full" in r.stderr
