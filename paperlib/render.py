@@ -210,7 +210,7 @@ nav.toc{border:1px solid #e3e6eb;background:#fafbfc;padding:.5rem 1rem;margin:.8
 .claim-card .cn{display:grid;grid-template-columns:1fr 1fr;gap:.2rem 1rem;margin:.25rem 0}
 .lv{display:inline-block;margin:0 .7rem .1rem 0}.lv .lab{color:#5b6472}.mark.ok{color:#1e7e34}.mark.bad{color:#b3261e}.mark.nc{color:#5b6472}
 table.mini{border-collapse:collapse;font-size:.82rem;margin:.15rem 0}table.mini td,table.mini th{padding:.05rem .45rem;border-bottom:1px solid #eef0f3;text-align:right}
-nav.toc ul{margin:.3rem 0;padding-left:1rem}nav.toc li.toc-h3{margin-left:1rem;font-size:.85rem}.jump{font-size:.9rem}
+nav.toc ul{margin:.3rem 0;padding-left:1rem}.gates ul{margin:.2rem 0}.gates li{font-size:.9rem}.gates summary{cursor:pointer}nav.toc li.toc-h3{margin-left:1rem;font-size:.85rem}.jump{font-size:.9rem}
 """
 
 def tally_html(counts: dict | None) -> str:
@@ -300,17 +300,19 @@ def _gate_budget(g: dict) -> str:
     return f' <span class="nc">· {esc(" · ".join(out))}</span>' if out else ""
 
 def gates_html(gates: list[dict]) -> str:
-    "The run's preconditions and whether they held."
+    """The run's preconditions: one line each (held or not, its statement, its margin), its rule and numbers folded
+    under it, so the first screen reaches the claims."""
     if not gates: return ""
-    items = "".join(f'<li><span class="{"gate-ok" if g.get("passed") else "gate-bad"}">'
-                    f'{"held" if g.get("passed") else ("not checked" if g.get("passed") is None else "FAILED")}</span> '
-                    f'<b>{esc(g.get("id"))}</b> ({esc(g.get("kind"))}): {esc(g.get("text"))} — <span class="nc">{esc(g.get("rule"))}'
-                    f'{" · ours: " + esc(format_value(g.get("ours"))) if g.get("ours") is not None else ""}</span>'
-                    + (f' <span class="nc">— {esc(g["reason"])}</span>' if g.get("reason") else "")
-                    + _gate_budget(g)
-                    + (f'<div class="post-hoc">changed after results were seen: {esc(g["post_hoc"])}</div>' if g.get("post_hoc") else "")
-                    + '</li>' for g in gates)
-    return f'<div class="gates"><b>Gates</b> (preconditions of the claims that name them):<ul>{items}</ul></div>'
+    def one(g):
+        word = "held" if g.get("passed") else ("not checked" if g.get("passed") is None else "FAILED")
+        detail = (f'<span class="nc">{esc(g.get("rule"))}'
+                  f'{" · ours: " + esc(format_value(g.get("ours"))) if g.get("ours") is not None else ""}</span>'
+                  + (f' <span class="nc">— {esc(g["reason"])}</span>' if g.get("reason") else ""))
+        return (f'<li><details><summary><span class="{"gate-ok" if g.get("passed") else "gate-bad"}">{word}</span> '
+                f'<b>{esc(g.get("id"))}</b> ({esc(g.get("kind"))}): {esc(g.get("text"))}{_gate_budget(g)}</summary>{detail}</details>'
+                + (f'<div class="post-hoc">changed after results were seen: {esc(g["post_hoc"])}</div>' if g.get("post_hoc") else "")
+                + "</li>")
+    return f'<div class="gates"><b>Gates</b> (preconditions of the claims that name them; open one for its rule and numbers):<ul>{"".join(map(one, gates))}</ul></div>'
 
 def data_banner(data: dict | None) -> str:
     "Which data the run used; for the embedded default, that its numbers are a proxy."
