@@ -82,7 +82,10 @@ def fit(model: nn.Module, step_loss: Callable, batches: Iterator, *, steps: int,
     lr = _check_lr(lr, "lr")
     if not isinstance(steps, int) or steps < 1: raise ValueError(f"steps: {steps!r}; a whole number of at least 1")
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=steps, pct_start=pct_start)
+    # OneCycleLR divides by the length of each phase: with very few steps a phase of one step or less breaks it, so
+    # each phase gets at least two steps, and under four steps the rate is simply held at `lr`
+    sched = (torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=steps, pct_start=min(max(pct_start, 2 / steps), 1 - 2 / steps))
+             if steps >= 4 else None)
     rows, best, best_state, best_step, waited, stopped = [], math.inf, None, None, 0, False
     for t in range(steps):
         model.train()
@@ -90,7 +93,8 @@ def fit(model: nn.Module, step_loss: Callable, batches: Iterator, *, steps: int,
         opt.zero_grad(); loss.backward()
         if clip: torch.nn.utils.clip_grad_norm_(params, clip)
         row = dict(step=t, lr=opt.param_groups[0]["lr"], loss=loss.item(), val_loss=np.nan)
-        opt.step(); sched.step()
+        opt.step()
+        if sched is not None: sched.step()
         if val_loss is not None and ((t + 1) % eval_every == 0 or t == steps - 1):
             model.eval()
             with torch.no_grad(): v = float(val_loss(model))
