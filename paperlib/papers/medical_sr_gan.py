@@ -19,6 +19,7 @@ from ..volume import (mean_pool, sample_patch_corners, extract_patches, apply_ti
                              mni_templates, Template, pseudo_subject, radial_displacement, normalise_intensity,
                              grid_coords, SubjectJitter)
 from ..stats import auc_ci, delong_test, auc_diff_bootstrap, paired_diff_test, beats
+from ..train import fit, lr_range_test
 
 # %% auto #0
 __all__ = ['FOLDER', 'SR_SPLIT', 'ADNI_INDEX', 'THALAMUS_MM', 'HIPPOCAMPUS_MM', 'VENTRICLE_PUSH_MM', 'TEMPORAL_PULL_MM',
@@ -26,8 +27,9 @@ __all__ = ['FOLDER', 'SR_SPLIT', 'ADNI_INDEX', 'THALAMUS_MM', 'HIPPOCAMPUS_MM', 
            'check_affines', 'load_real_data', 'cortical_texture', 'subnuclei', 'ventricle_centroid', 'synth_image',
            'atrophy_displacements', 'synth_subject', 'cohort_severity', 'roi_box', 'PixelShuffle3d', 'RDB3d', 'RRDB3d',
            'RRDBNet3d', 'VGGDiscriminator3d', 'd_pair', 'ragan_d_loss', 'ragan_g_loss', 'gradient_loss', 'patch_pools',
-           'sps_batch', 'central_crop', 'train_sr', 'make_generator', 'super_resolve', 'InvertedResidual3d',
-           'MobileNetV2_3d', 'train_classifier', 'predict_ad', 'recovery_ratio', 'upsample_trilinear', 'line_profile',
+           'sps_batch', 'central_crop', 'sr_batches', 'l1_step_loss', 'pretrain_sr', 'train_sr', 'make_generator',
+           'super_resolve', 'InvertedResidual3d', 'MobileNetV2_3d', 'clf_batches', 'ce_step_loss', 'classifier_lr',
+           'recalibrate_bn', 'train_classifier', 'predict_ad', 'recovery_ratio', 'upsample_trilinear', 'line_profile',
            'profile_correlations', 'quality_rows', 'cohort_inputs', 'gate_sr_learned', 'gate_arms_differ',
            'gate_clf_learned', 'rule_sps_beats_plain', 'rule_asd_beats_sps', 'rule_asd_removes_seams',
            'rule_beats_subjects', 'rule_auc_lower', 'rule_auc_falls', 'rule_direction']
@@ -260,6 +262,13 @@ VARIANT_NAMES = {"esrgan": "ESRGAN", "sps": "ESRGAN + SPS", "asd": "ESRGAN + SPS
 def _autocast(device: str):
     return torch.autocast("cuda", dtype=torch.bfloat16) if str(device).startswith("cuda") else contextlib.nullcontext()
 
+def _check_steps(cfg: dict, key: str, low: int = 1) -> int:
+    "cfg[key] as a step count: a whole number of at least `low`, else an error naming the key."
+    v = cfg.get(key)
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
+        raise ValueError(f"{key}: {v!r}; a whole number of at least {low} is allowed")
+    return int(v)
+
 def patch_pools(volumes, patch_lr: int, per_volume: int, rng, min_fraction: float = 0.1) -> list[np.ndarray]:
     "Per training volume, `per_volume` LR corners of patch_lr³ patches with at least `min_fraction` brain (SPS)."
     return [sample_patch_corners(mean_pool(m, 2) > 0.5, patch_lr, per_volume, rng, min_fraction) for _, m in volumes]
@@ -280,55 +289,86 @@ def central_crop(vol, size):
     lo = [max(0, (n - size) // 2) for n in vol.shape]
     return vol[lo[0]:lo[0] + size, lo[1]:lo[1] + size, lo[2]:lo[2] + size]
 
-def train_sr(variant: str, volumes, cfg: dict, seed: int, device: str = "cpu", log_every: int = 10) -> tuple[dict, pd.DataFrame]:
-    "Train one SR variant ('esrgan', 'sps' or 'asd') on HR `volumes` [(image, mask)]; return the generator's state and the loss history."
+def sr_batches(variant: str, volumes, cfg: dict, rng, device: str = "cpu"):
+    """Endless (LR, HR) training batches of one variant as tensors: SPS patches ('sps', 'asd'; the pools drawn first from
+    `rng`), or one training volume per step for plain ESRGAN (its fixed central crop in the CPU profiles)."""
     if variant not in VARIANTS: raise ValueError(f"unknown SR variant {variant!r}; valid: {', '.join(VARIANTS)}")
+    lows = [mean_pool(v, 2) for v, _ in volumes]
+    pools = None if variant == "esrgan" else patch_pools(volumes, cfg["patch_lr"], cfg["per_volume"], rng)
+    t = lambda a: torch.from_numpy(np.ascontiguousarray(a, np.float32)).to(device)
+    while True:
+        if variant == "esrgan":
+            k = int(rng.integers(0, len(volumes)))
+            c = cfg["plain_crop_lr"]
+            lo = central_crop(lows[k], c)
+            hi = central_crop(volumes[k][0], 2 * c if c else None)[: 2 * lo.shape[0], : 2 * lo.shape[1], : 2 * lo.shape[2]]
+            yield t(lo[None, None]), t(hi[None, None])
+        else:
+            lr, hr = sps_batch(volumes, lows, pools, cfg["batch"], cfg["patch_lr"], rng)
+            yield t(lr), t(hr)
+
+def l1_step_loss(G, batch):
+    "The warm-up's loss on one (LR, HR) batch: L1 only (ESRGAN's PSNR-oriented pre-training)."
+    lr, hr = batch
+    with _autocast(str(lr.device)):
+        return F.l1_loss(G(lr).float(), hr)
+
+def pretrain_sr(variant: str, volumes, cfg: dict, seed: int, lr: float, device: str = "cpu") -> tuple[dict, pd.DataFrame]:
+    """The L1 warm-up of one variant's generator on `paperlib.train.fit` (AdamW, one-cycle schedule peaking at `lr`,
+    gradients clipped at norm 1) for cfg['warm'] steps, from the run's shared initial generator (`seed`).
+    'sps' and 'asd' share their warm-up (the same patches, the same generator): pretrain 'sps' once for both."""
+    warm = _check_steps(cfg, "warm", 0)
     torch.manual_seed(seed)                                                  # the same initial generator for every variant
     G = RRDBNet3d(cfg["nf"], cfg["gc"], cfg["n_rrdb"]).to(device)
+    curve = pd.DataFrame(columns=["step", "lr", "loss"])
+    if warm:
+        res = fit(G, l1_step_loss, sr_batches(variant, volumes, cfg, np.random.default_rng(seed), device),
+                  steps=warm, lr=lr, clip=1.0)
+        curve = res.curve
+    return {k: v.detach().cpu() for k, v in G.state_dict().items()}, curve.assign(variant=variant)
+
+def train_sr(variant: str, volumes, cfg: dict, seed: int, device: str = "cpu", log_every: int = 10,
+             warm_state: dict | None = None, warm_lr: float | None = None) -> tuple[dict, pd.DataFrame]:
+    """Train one SR variant ('esrgan', 'sps' or 'asd') on HR `volumes` [(image, mask)]: the L1 warm-up (`warm_state`
+    when given, else `pretrain_sr` at `warm_lr`, default cfg['warm_lr'] or 1e-3), then the adversarial phase with the
+    paper's optimiser (Adam 1e-4, β = (0.9, 0.999), halved at 50% and 75% of the phase) for cfg['iters'] - cfg['warm']
+    steps. Returns the generator's state and the adversarial phase's loss history."""
+    if variant not in VARIANTS: raise ValueError(f"unknown SR variant {variant!r}; valid: {', '.join(VARIANTS)}")
+    iters, warm = _check_steps(cfg, "iters"), _check_steps(cfg, "warm", 0)
+    if warm > iters: raise ValueError(f"warm: {warm}; at most iters ({iters}) is allowed")
+    if warm_state is None:
+        warm_state, _ = pretrain_sr("esrgan" if variant == "esrgan" else "sps", volumes, cfg, seed,
+                                    warm_lr if warm_lr is not None else cfg.get("warm_lr", 1e-3), device)
+    G = RRDBNet3d(cfg["nf"], cfg["gc"], cfg["n_rrdb"]).to(device); G.load_state_dict(warm_state)
     asd, plain = variant == "asd", variant == "esrgan"
+    torch.manual_seed(seed + 1)                                              # the same initial discriminator weights
     d_size = 2 * cfg["plain_crop_lr"] if plain and cfg["plain_crop_lr"] else cfg["patch_hr"]
     D = VGGDiscriminator3d(2 if asd else 1, cfg["nf"], d_size).to(device)
     optG = torch.optim.Adam(G.parameters(), 1e-4, betas=(0.9, 0.999))
     optD = torch.optim.Adam(D.parameters(), 1e-4, betas=(0.9, 0.999))
-    gan = cfg["iters"] - cfg["warm"]
-    miles = [cfg["warm"] + int(gan * 0.5), cfg["warm"] + int(gan * 0.75)]   # the GAN phase's rate halves at 50% and 75%
-    rng = np.random.default_rng(seed)                                        # the same patch stream for 'sps' and 'asd'
-    lows = [mean_pool(v, 2) for v, _ in volumes]
-    pools = None if plain else patch_pools(volumes, cfg["patch_lr"], cfg["per_volume"], rng)
+    gan = iters - warm
+    miles = [int(gan * 0.5), int(gan * 0.75)]                                # the GAN phase's rate halves at 50% and 75%
+    batches = sr_batches(variant, volumes, cfg, np.random.default_rng([seed, 1]), device)   # the same patch stream for 'sps' and 'asd'
     hist = []
-    for it in range(cfg["iters"]):
-        if plain:
-            k = int(rng.integers(0, len(volumes)))
-            lo = central_crop(lows[k], cfg["plain_crop_lr"])
-            c = cfg["plain_crop_lr"]
-            hi = central_crop(volumes[k][0], 2 * c if c else None)[: 2 * lo.shape[0], : 2 * lo.shape[1], : 2 * lo.shape[2]]
-            lr, hr = lo[None, None], hi[None, None]
-        else:
-            lr, hr = sps_batch(volumes, lows, pools, cfg["batch"], cfg["patch_lr"], rng)
-        lr, hr = torch.from_numpy(np.ascontiguousarray(lr)).to(device), torch.from_numpy(np.ascontiguousarray(hr)).to(device)
-        adversarial = it >= cfg["warm"]
+    for it in range(gan):
+        lr, hr = next(batches)
         for opt in (optG, optD):
-            for g in opt.param_groups: g["lr"] = 1e-4 * 0.5 ** sum(it >= m for m in miles) if adversarial else cfg.get("warm_lr", 1e-4)
+            for g in opt.param_groups: g["lr"] = 1e-4 * 0.5 ** sum(it >= m for m in miles)
         with _autocast(device):
             sr = G(lr).float()
             l_pix, l_grad = F.l1_loss(sr, hr), gradient_loss(sr, hr)
-            if adversarial:
-                real, fake = d_pair(hr, sr, asd)
-                for p in D.parameters(): p.requires_grad_(False)
-                l_adv = ragan_g_loss(D(real).float().detach(), D(fake).float())
-                loss = LAMBDA["pix"] * l_pix + LAMBDA["grad"] * l_grad + LAMBDA["adv"] * l_adv
-            else: loss = l_pix                                               # warm-up: PSNR-oriented, L1 only
+            real, fake = d_pair(hr, sr, asd)
+            for p in D.parameters(): p.requires_grad_(False)
+            l_adv = ragan_g_loss(D(real).float().detach(), D(fake).float())
+            loss = LAMBDA["pix"] * l_pix + LAMBDA["grad"] * l_grad + LAMBDA["adv"] * l_adv
         optG.zero_grad(set_to_none=True); loss.backward(); optG.step()
-        l_d = np.nan
-        if adversarial:
-            for p in D.parameters(): p.requires_grad_(True)
-            with _autocast(device):
-                l_dt = ragan_d_loss(D(real).float(), D(fake.detach()).float())
-            optD.zero_grad(set_to_none=True); l_dt.backward(); optD.step()
-            l_d = l_dt.item()
-        if it % log_every == 0 or it == cfg["iters"] - 1:
-            hist.append(dict(variant=variant, iter=it, l1=l_pix.item(), grad=l_grad.item(), d_loss=l_d))
-    return {k: v.detach().cpu() for k, v in G.state_dict().items()}, pd.DataFrame(hist)
+        for p in D.parameters(): p.requires_grad_(True)
+        with _autocast(device):
+            l_dt = ragan_d_loss(D(real).float(), D(fake.detach()).float())
+        optD.zero_grad(set_to_none=True); l_dt.backward(); optD.step()
+        if it % log_every == 0 or it == gan - 1:
+            hist.append(dict(variant=variant, iter=warm + it, l1=l_pix.item(), grad=l_grad.item(), d_loss=l_dt.item()))
+    return {k: v.detach().cpu() for k, v in G.state_dict().items()}, pd.DataFrame(hist, columns=["variant", "iter", "l1", "grad", "d_loss"])
 
 def make_generator(state: dict, cfg: dict, device: str = "cpu") -> RRDBNet3d:
     "A generator of the run's size with the trained `state`, in eval mode."
@@ -342,6 +382,7 @@ def super_resolve(G, lr_vol, tile: int | None, overlap: int = 0, device: str = "
     with _autocast(device):
         if tile is None: return run(np.asarray(lr_vol, np.float32)[None])[0]
         return apply_tiled(run, lr_vol, tile, overlap=overlap, scale=2, batch=batch)
+
 
 # %% ../../nbs/papers/medical_sr_gan.ipynb #8af633e7
 def _div8(v: float) -> int: return max(8, int(v + 4) // 8 * 8)
@@ -374,27 +415,64 @@ class MobileNetV2_3d(nn.Module):
         self.classifier = nn.Sequential(nn.Dropout(dropout), nn.Linear(last, num_classes))
     def forward(self, x): return self.classifier(self.features(x).mean((2, 3, 4)))
 
-def train_classifier(X, y, cfg: dict, seed: int, device: str = "cpu") -> MobileNetV2_3d:
-    "A MobileNetV2_3d trained on volumes X (n, D, H, W) with labels y: Adam 1e-3, cross-entropy, random left-right flips."
-    torch.manual_seed(seed)
-    rng = np.random.default_rng(seed)
-    net = MobileNetV2_3d(cfg["width"]).to(device)
-    opt = torch.optim.Adam(net.parameters(), 1e-3)
+def clf_batches(X, y, batch: int, rng, device: str = "cpu"):
+    "Endless shuffled passes over (X, y) in batches of `batch` (a last batch under 2 is skipped: BatchNorm), each volume flipped left-right with probability 1/2."
     X = torch.as_tensor(np.asarray(X, np.float32))[:, None]
     y = torch.as_tensor(np.asarray(y), dtype=torch.long)
-    net.train()
-    for _ in range(cfg["epochs"]):
+    while True:
         order = rng.permutation(len(y))
-        for i in range(0, len(y), cfg["clf_batch"]):
-            b = order[i:i + cfg["clf_batch"]]
+        for i in range(0, len(y), batch):
+            b = order[i:i + batch]
             if len(b) < 2: continue                                          # BatchNorm needs two samples
             xb = X[b].clone()
             flip = torch.from_numpy(rng.random(len(b)) < 0.5)
             xb[flip] = xb[flip].flip(2)                                      # axis 0 of the volume: left-right
-            with _autocast(device):
-                loss = F.cross_entropy(net(xb.to(device)).float(), y[b].to(device))
-            opt.zero_grad(set_to_none=True); loss.backward(); opt.step()
+            yield xb.to(device), y[b].to(device)
+
+def ce_step_loss(net, batch):
+    "Cross-entropy of the classifier on one (volumes, labels) batch."
+    xb, yb = batch
+    with _autocast(str(xb.device)):
+        return F.cross_entropy(net(xb).float(), yb)
+
+def classifier_lr(X, y, cfg: dict, seed: int, device: str = "cpu") -> tuple[float, pd.DataFrame]:
+    "The peak learning rate for the classifier: the LR range test (paperlib.train) on the training volumes X, y; (rate, curve)."
+    steps = _check_steps(cfg, "clf_find_steps", 10)
+    torch.manual_seed(seed)
+    net = MobileNetV2_3d(cfg["width"]).to(device)
+    r = lr_range_test(net, ce_step_loss, clf_batches(X, y, cfg["clf_batch"], np.random.default_rng(seed), device),
+                      lr_min=1e-5, lr_max=1.0, steps=steps)
+    return r.suggested, r.curve
+
+@torch.no_grad()
+def recalibrate_bn(net: nn.Module, X, batch: int = 16, device: str = "cpu") -> nn.Module:
+    """Re-estimate every BatchNorm's running mean and variance as plain averages over the training volumes X (a pass
+    in training mode without gradients), then switch to eval mode. The running averages kept during training lag
+    behind weights that moved fast, and in this network most layers see a 1³ map, so each statistic rests on one
+    value per volume: without this pass, eval-mode predictions can lose what training-mode predictions had learned."""
+    bns = [m for m in net.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
+    moms = [m.momentum for m in bns]
+    for m in bns: m.reset_running_stats(); m.momentum = None                 # cumulative average
+    net.train()
+    X = torch.as_tensor(np.asarray(X, np.float32))[:, None]
+    for i in range(0, len(X), batch):
+        if len(X[i:i + batch]) > 1: net(X[i:i + batch].to(device))
+    for m, mo in zip(bns, moms): m.momentum = mo
     return net.eval()
+
+def train_classifier(X, y, cfg: dict, seed: int, device: str = "cpu", lr: float | None = None, curve: list | None = None) -> MobileNetV2_3d:
+    """A MobileNetV2_3d trained on volumes X (n, D, H, W) with labels y by `paperlib.train.fit`: cross-entropy, random
+    left-right flips, AdamW under a one-cycle schedule peaking at `lr` (default cfg['clf_lr']) for cfg['clf_steps']
+    steps of cfg['clf_batch'] volumes, then its BatchNorm statistics re-estimated on X (`recalibrate_bn`). `curve`, a
+    list: the loss curve is appended to it."""
+    steps = _check_steps(cfg, "clf_steps")
+    batch = _check_steps(cfg, "clf_batch", 2)
+    torch.manual_seed(seed)
+    net = MobileNetV2_3d(cfg["width"]).to(device)
+    res = fit(net, ce_step_loss, clf_batches(X, y, batch, np.random.default_rng(seed), device), steps=steps,
+              lr=cfg.get("clf_lr", 1e-3) if lr is None else lr, clip=1.0)
+    if curve is not None: curve.append(res.curve)
+    return recalibrate_bn(net, X, batch, device)
 
 @torch.no_grad()
 def predict_ad(net, X, device: str = "cpu", batch: int = 32) -> np.ndarray:
