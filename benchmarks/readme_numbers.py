@@ -56,7 +56,7 @@ def paper_row(slug: str, rec: dict, budgets: dict, contention: dict, before: dic
     t0 = seconds(first)
     if (idle or {}).get(slug) and (first.get("load_before") or 0) > 0.5:
         t0 = f"{seconds(idle[slug])} run alone; {t0} in this record"
-    return (f"| `{slug}` | {t0} | {', '.join(seconds(r) for r in runs[1:]) or '—'} | {budget} "
+    return (f"| `{slug}` (record at `{rec.get('commit') or '?'}`) | {t0} | {', '.join(seconds(r) for r in runs[1:]) or '—'} | {budget} "
             f"| {same_or_list([tally(r.get('counts')) for r in runs])} | {first.get('tested') or '—'} "
             f"| {n_checks} ({checks.get('reproduced', 0)} hold) | {moving} | {f'{slow:.2f}x' if slow else 'not measured'} | {old} |")
 
@@ -72,7 +72,9 @@ def block() -> str:
     idle = idle_times()
     rows = "\n".join(paper_row(s, records.get(s, {}), budgets, contention, before, idle) for s in slugs)
     note = (f"Fresh smoke runs (records dated {', '.join(when) or 'never'}), one per seed, on this project's 2-core machine; "
-            "a time marked with a load average ran beside other work. Checks are shown apart and never counted.")
+            "a time marked with a load average ran beside other work. Checks are shown apart and never counted. Each row "
+            "names the commit its record ran at: a paper whose notebook changed since (`git log <commit>.. -- "
+            "nbs/papers/<slug>.ipynb`) may give other verdicts today.")
     return f"{START}\n{head}\n{rows}\n\n{note}\n\n{collection_lines(records, idle)}\n{END}"
 
 def decided_share(records: dict, seed: str) -> tuple[int, int]:
