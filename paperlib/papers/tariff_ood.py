@@ -17,6 +17,7 @@ from scipy import stats as sps
 from ..core import parallel_map
 from ..data import Column, Layout, DataError, DataSource, read_table, read_index, fingerprint_real, register_layout
 from ..stats import correct_pvalues, paired_diff_test, beats
+from ..train import fit as train_fit
 
 # %% auto #0
 __all__ = ['H', 'LEVELS', 'LEVEL_NAMES', 'METHODS', 'FOLDER', 'HOUR_COLS', 'META_COLS', 'POWERTAC_LAYOUTS',
@@ -288,6 +289,12 @@ class TOUSimConfig:
     split: tuple = (120, 150)          # first validation day, first test day
     top_hours: int = 6                 # a consumer's "own top-load hours" in the policy
     jitter_variants: int = 8           # light jitter of a persona's load in the T_in heuristic (finite, so |T_in| has a maximum)
+    shift_scale: float = 1.0           # multiplies Table 1's shiftable energy (600 / 2400 kW per block): the tariff response's size
+
+    def __post_init__(self):
+        s = self.shift_scale
+        if isinstance(s, bool) or not isinstance(s, (int, float)) or not math.isfinite(s) or s <= 0:
+            raise ValueError(f"shift_scale: {s!r}; a finite number above 0 (1 = Table 1's shiftable kW)")
 
 class TOUSim:
     "Type-I / Type-II consumption of `cfg.n_consumers` office consumers under any tariff profile, keyed by (seed, consumer, day)."
@@ -346,7 +353,7 @@ class TOUSim:
         chosen = dist.argmin(1)                                                       # nearest minimum, earliest on ties
         moved = (chosen != pref) & self.workday[c, d]
         a = self.consumers
-        kw = (a.shift_kW.to_numpy()[c] / L) * self.workday[c, d]
+        kw = (a.shift_kW.to_numpy()[c] * self.cfg.shift_scale / L) * self.workday[c, d]
         phi = a.phi.to_numpy()[c] * moved
         hours = np.arange(H)
         in_pref = (hours >= pref[:, None]) & (hours < pref[:, None] + L)
@@ -693,33 +700,68 @@ def window_aql(model, w, device="cpu") -> np.ndarray:
 
 SCHEDULES = ("constant", "one-cycle")
 
+def _step_loss(n_tau, l2):
+    "Training loss of one batch: the pinball loss at the batch's sampled levels plus the DCNN's L2 penalty (Eq. 5 + lambda sum w^2)."
+    def step_loss(model, b):
+        x, y, tau = b
+        return pinball_loss(y, model(**x, tau=tau), tau) + l2 * model.l2()
+    return step_loss
+
+def _batches(train, batch, n_tau, g, device):
+    "Endless shuffled batches of (inputs, y, sampled levels), one permutation per epoch; a batch of one window is skipped (BatchNorm)."
+    n = len(train["y"])
+    while True:
+        perm = torch.randperm(n, generator=g)
+        for i in range(0, n - 1, batch):
+            idx = perm[i:i + batch]
+            if len(idx) < 2: continue
+            yield ({k: train[k][idx].to(device) for k in INPUTS}, train["y"][idx].to(device),
+                   torch.rand(len(idx), n_tau, generator=g).to(device))
+
 def fit_forecaster(method, train, val, epochs=30, batch=64, lr=1e-3, n_tau=8, l2=1e-3, seed=0, device="cpu",
-                   schedule="constant", **model_kw):
-    "Train one forecaster; return it at its best epoch by IID validation AQL, and the per-epoch validation AQL."
+                   schedule="constant", weight_decay=0.0, patience=None, clip=1.0, **model_kw):
+    """Train one forecaster; return it at its best epoch by IID validation AQL, and its curve (one row per epoch: step,
+    mean training loss, validation AQL). `one-cycle` runs on `paperlib.train.fit` (AdamW, one-cycle, gradient clipping,
+    early stopping after `patience` epochs without a better validation AQL); `constant` is the paper's Adam at a fixed lr."""
     if schedule not in SCHEDULES: raise ValueError(f"unknown schedule {schedule!r}; valid: {', '.join(SCHEDULES)}")
+    for name, v, lo in (("epochs", epochs, 1), ("batch", batch, 2), ("n_tau", n_tau, 1)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
+            raise ValueError(f"{name}: {v!r}; a whole number of at least {lo}")
+    if patience is not None and (isinstance(patience, bool) or not isinstance(patience, (int, np.integer)) or patience < 1):
+        raise ValueError(f"patience: {patience!r}; None (no early stopping) or a whole number of epochs of at least 1")
+    for name, v in (("weight_decay", weight_decay), ("l2", l2)):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+            raise ValueError(f"{name}: {v!r}; a finite number of at least 0")
     torch.manual_seed(seed)
     g = torch.Generator().manual_seed(seed)
     model = TOUForecaster(method, **model_kw).to(device)
+    per_epoch = len([i for i in range(0, len(train["y"]) - 1, batch) if min(batch, len(train["y"]) - i) >= 2])
+    step_loss, batches = _step_loss(n_tau, l2), _batches(train, batch, n_tau, g, device)
+    val_aql = lambda m: float(window_aql(m, val, device).mean())
+    if schedule == "one-cycle":
+        f = train_fit(model, step_loss, batches, steps=epochs * per_epoch, lr=lr, weight_decay=weight_decay, clip=clip,
+                pct_start=0.15, val_loss=val_aql, eval_every=per_epoch, patience=patience)
+        c = f.curve
+        curve = (c.assign(epoch=c.step // per_epoch + 1).groupby("epoch")
+                  .agg(step=("step", "max"), train_loss=("loss", "mean"), val_aql=("val_loss", "last")).reset_index())
+        curve["step"] += 1
+        model.eval()
+        return model, curve
+    # the paper's recipe (full profile): Adam at a constant rate, every epoch, the best epoch by IID validation AQL
     opt = torch.optim.Adam(model.parameters(), lr=lr)
-    n, best, hist = len(train["y"]), (np.inf, None), []
-    starts = [i for i in range(0, n - 1, batch) if min(batch, n - i) >= 2]        # BatchNorm needs two windows
-    sched = (torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=epochs * len(starts), pct_start=0.15)
-             if schedule == "one-cycle" else None)
+    best, rows = (np.inf, None), []
     for ep in range(epochs):
         model.train()
-        perm = torch.randperm(n, generator=g)
-        for i in starts:
-            idx = perm[i:i + batch]
-            b = {k: train[k][idx].to(device) for k in INPUTS}
-            tau = torch.rand(len(idx), n_tau, generator=g).to(device)
-            loss = pinball_loss(train["y"][idx].to(device), model(**b, tau=tau), tau) + l2 * model.l2()
-            opt.zero_grad(); loss.backward(); opt.step()
-            if sched is not None: sched.step()
-        v = float(window_aql(model, val, device).mean())
-        hist.append(v)
+        losses = []
+        for _ in range(per_epoch):
+            loss = step_loss(model, next(batches))
+            opt.zero_grad(); loss.backward(); opt.step(); losses.append(loss.item())
+        v = val_aql(model)
+        rows.append(dict(epoch=ep + 1, step=(ep + 1) * per_epoch, train_loss=float(np.mean(losses)), val_aql=v))
         if v < best[0]: best = (v, {k: t.detach().clone() for k, t in model.state_dict().items()})
     model.load_state_dict(best[1]); model.eval()
-    return model, hist
+    return model, pd.DataFrame(rows)
+
 
 # %% ../../nbs/papers/tariff_ood.ipynb #7bd7b750
 def price_options(price_load: np.ndarray) -> dict:
@@ -781,8 +823,9 @@ def _method_run(data, sets, key, name, recipe, device, keep_samples):
     "Fit method `name` on setting `key` and test it: AQL rows per scenario, realized gains, the fit's summary, samples, a log line."
     arch, kw = method_arch(name)
     scen = [sc for sc in ("iid", "ood") if sc in sets]
-    model, hist = fit_forecaster(arch, sets["train"], sets["val"], seed=1000 * key[0] + NAMES.index(name), device=device,
-                                 **recipe, **kw)
+    model, curve = fit_forecaster(arch, sets["train"], sets["val"], seed=1000 * key[0] + NAMES.index(name), device=device,
+                                  **recipe, **kw)
+    hist = curve.val_aql.to_numpy()
     tag = _tag(key, name)
     aql = [pd.DataFrame(dict(**tag, scenario=sc.upper(), window=np.arange(len(sets[sc]["y"])), consumer=sets[sc]["c"],
                              day=sets[sc]["d"], profile=sets[sc]["p"], aql=window_aql(model, sets[sc], device))) for sc in scen]
@@ -793,8 +836,9 @@ def _method_run(data, sets, key, name, recipe, device, keep_samples):
     model = model.cpu()
     probe = sets.get("ood", sets["iid"])
     err = tariff_branch_error(model, probe["fut"][:64], probe["flag"][:64], seed=key[0])
-    fit = dict(**tag, best_val_aql=min(hist), best_epoch=int(np.argmin(hist)) + 1, epochs=len(hist), equivariance_error=err)
-    return dict(aql=aql, gains=gains, fit=fit, samples={sc: predict(model, sets[sc]).numpy() for sc in scen} if keep_samples else None,
+    fit = dict(**tag, best_val_aql=float(hist.min()), best_epoch=int(np.argmin(hist)) + 1, epochs=len(hist),
+               budget_epochs=int(recipe.get("epochs", 30)), equivariance_error=err)
+    return dict(aql=aql, gains=gains, fit=fit, curve=curve.assign(**tag), samples={sc: predict(model, sets[sc]).numpy() for sc in scen} if keep_samples else None,
                 line=f"{data.name} ({key[2]}) seed {key[0]} {name}: val {min(hist):.4f}" +
                      "".join(f", {sc} {a.aql.mean():.4f}" for sc, a in zip(scen, aql)))
 
@@ -813,6 +857,7 @@ def evaluate_settings(settings: dict, plan: list, recipe: dict, device="cpu", n_
             gains += [_gain_rows(settings[k], g, k, "oracle", o) for o, g in oracle_gains(settings[k], sets[k]["profit"]).items()]
     return dict(aql=pd.concat([a for r in runs for a in r["aql"]], ignore_index=True),
                 gains=pd.concat(gains, ignore_index=True) if gains else None, fits=pd.DataFrame([r["fit"] for r in runs]),
+                curves=pd.concat([r["curve"] for r in runs], ignore_index=True),
                 samples={km: r["samples"] for km, r in zip(plan, runs) if r["samples"] is not None}, sets=sets)
 
 def evaluate_setting(data: TOUData, methods=METHODS, seed=0, recipe=None, **kw) -> dict:
