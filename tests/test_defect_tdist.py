@@ -233,3 +233,15 @@ def test_c3_image_bootstrap():
     near = list(_GOOD); near[0] = (np.array([]), np.array([], bool), 1)
     assert rule_ap_beats(_GOOD, near)["passed"] is False and rule_ap_beats(_POOR, _GOOD)["passed"] is False
     with pytest.raises(ValueError): rule_ap_beats(_GOOD, _GOOD[:3])
+
+def test_learned_margin_and_step1_trainer_knob():
+    from paperlib.papers.defect_tdist import learned_margin, Budget, train_step1, MAIN_TYPE
+    # the margin is negative exactly when the learned gate fails (at the level, and against the untrained detector)
+    assert learned_margin([0.9, 0.85], 0.3) == pytest.approx(0.05) and gate_learned([0.9, 0.85], [0.3, 0.3])
+    assert learned_margin([0.9, 0.85], 0.7) == pytest.approx(-0.05) and not gate_learned([0.9, 0.85], [0.7, 0.7])
+    assert learned_margin([0.9, 0.79], 0.3) < 0 and not gate_learned([0.9, 0.79], [0.3, 0.3])
+    with pytest.raises(ValueError, match="trainer='adam'.*'paper', 'paperlib'"): Budget(trainer="adam")
+    with pytest.raises(ValueError, match="range_steps=0"): Budget(range_steps=0)
+    d = make_synth(SYNTH_TYPES[MAIN_TYPE], 4, 32, 0, "train")
+    m = train_step1(d["X"], d["Y"], Budget(batch=4, trainer="paperlib", range_steps=10), 0, steps=6)
+    assert m.step1_log["trainer"] == "paperlib" and m.step1_log["lr"] > 0 and len(m.step1_log["curve"]) == 6

@@ -18,19 +18,21 @@ from ..data import Column, Layout, DataError, DataSource, read_table, register_l
 from ..segment import (UNet, rot4, fit_segmenter, predict_proba, connected_regions, region_areas,
                               detection_metrics, best_f1_threshold, match_regions, average_precision)
 from ..stats import critical_value, mean_ci, topk_threshold, paired_tests, beats
+from ..train import lr_range_test, fit
 
 # %% auto #0
 __all__ = ['TEXTURES', 'DEFECTS', 'MODES', 'SYNTH_TYPES', 'MAIN_TYPE', 'CALIBRATION', 'DAGM_FOLDER', 'PCB_FOLDER', 'PLAIN_FOLDER',
            'DAGM_CLASSES', 'PCB_TYPES', 'PCB_TEST_SHARE', 'DAGM_COLUMNS', 'PLAIN_COLUMNS', 'DAGM_LAYOUT',
-           'PLAIN_LAYOUT', 'RATIO_UNITS', 'EQ5_VARIANTS', 'MA_WEIGHTS', 'THRESHOLD_RULES', 'METHODS', 'ABLATIONS',
-           'LEARNED_AP', 'LEARNED_MARGIN', 'STEP1_PSEUDO_AP', 'ARMS_DIFFER', 'CONTROL_GAIN', 'FULL_TOL', 'ALPHA',
-           'DefectType', 'texture_image', 'background', 'defect_count', 'synth_image', 'type_seed', 'make_synth',
-           'read_image', 'resize_image', 'load_dagm', 'read_voc_boxes', 'load_pcb', 'load_plain', 'load_real_data',
-           'Budget', 'labelled_subset', 'train_step1', 'label_pixel_ratios', 'ratio_stats', 'k_eq3', 'k_eq5', 'k_eq6',
-           'moving_average_threshold', 'adjust_nu', 'PLConfig', 'region_ratio_kl', 'pseudo_label', 'evaluate',
-           'image_records', 'pooled_ap', 'gate_learned', 'step1_ok', 'gate_step1', 'on_seeds', 'share_gap',
-           'gate_arms_differ', 'gate_ma_used', 'rule_ablation', 'gate_control', 'rule_ap_beats', 'rule_beats',
-           'rule_low_label', 'rule_near_full', 'rule_step2_largest', 'rule_increasing', 'rule_kl_ap']
+           'PLAIN_LAYOUT', 'STEP1_TRAINERS', 'RATIO_UNITS', 'EQ5_VARIANTS', 'MA_WEIGHTS', 'THRESHOLD_RULES', 'METHODS',
+           'ABLATIONS', 'LEARNED_AP', 'LEARNED_MARGIN', 'STEP1_PSEUDO_AP', 'ARMS_DIFFER', 'CONTROL_GAIN', 'FULL_TOL',
+           'ALPHA', 'DefectType', 'texture_image', 'background', 'defect_count', 'synth_image', 'type_seed',
+           'make_synth', 'read_image', 'resize_image', 'load_dagm', 'read_voc_boxes', 'load_pcb', 'load_plain',
+           'load_real_data', 'Budget', 'labelled_subset', 'train_step1', 'label_pixel_ratios', 'ratio_stats', 'k_eq3',
+           'k_eq5', 'k_eq6', 'moving_average_threshold', 'adjust_nu', 'PLConfig', 'region_ratio_kl', 'pseudo_label',
+           'evaluate', 'image_records', 'pooled_ap', 'gate_learned', 'learned_margin', 'step1_ok', 'gate_step1',
+           'on_seeds', 'share_gap', 'gate_arms_differ', 'gate_ma_used', 'rule_ablation', 'gate_control',
+           'rule_ap_beats', 'rule_beats', 'rule_low_label', 'rule_near_full', 'rule_step2_largest', 'rule_increasing',
+           'rule_kl_ap']
 
 # %% ../../nbs/papers/defect_tdist.ipynb #4b67cb6a
 TEXTURES = ("brick", "grass", "gravel", "procedural")
@@ -365,6 +367,8 @@ def load_real_data(data_root, size: int) -> tuple[DataSource, dict]:
 register_check("defect_tdist", PCB_FOLDER, lambda folder: load_pcb(folder, 32))
 
 # %% ../../nbs/papers/defect_tdist.ipynb #5a4c1016
+STEP1_TRAINERS = ("paper", "paperlib")
+
 @dataclass(frozen=True)
 class Budget:
     "Sizes and schedule of one run: U-Net widths, steps of Step 1, pseudo-labelling iterations, Step 3."
@@ -385,6 +389,14 @@ class Budget:
     f1_trigger: float = 0.85
     patience: int = 3
     bootstrap: int = 1000
+    trainer: str = "paper"        # Step 1's trainer (every Step-1 model): "paper" (Adam, cosine lr1 -> lr_min) or "paperlib"
+    range_steps: int = 100        # trainer "paperlib": steps of the LR range test on the model's own training batches
+
+    def __post_init__(self):
+        if self.trainer not in STEP1_TRAINERS:
+            raise ValueError(f"Budget(trainer={self.trainer!r}): Step 1's trainer must be one of {', '.join(map(repr, STEP1_TRAINERS))}")
+        if not isinstance(self.range_steps, int) or isinstance(self.range_steps, bool) or self.range_steps < 10:
+            raise ValueError(f"Budget(range_steps={self.range_steps!r}): the LR range test needs a whole number of at least 10 steps")
 
     def level(self, n: int) -> float:
         "The confidence level of iteration n = 1, 2, ..."
@@ -403,14 +415,38 @@ def labelled_subset(n: int, fraction: float, seed: int, name: str = "") -> np.nd
 
 def _t(a) -> torch.Tensor: return torch.from_numpy(np.ascontiguousarray(a, dtype=np.float32))[:, None]
 
+def _endless(X: torch.Tensor, Y: torch.Tensor, batch: int, seed) -> "Iterator":
+    "Endless (image, mask) batches, each pass a fresh permutation drawn from `seed` (a short last batch is dropped)."
+    rng, b = np.random.default_rng(seed), max(1, min(batch, len(X)))
+    while True:
+        order = rng.permutation(len(X))
+        for i in range(0, len(X) - b + 1, b):
+            idx = torch.from_numpy(order[i:i + b])
+            yield X[idx], Y[idx]
+
+def _bce_step(model, batch) -> torch.Tensor:
+    "The pixel-wise cross-entropy of one (image, mask) batch (Step 1's loss, as in `fit_segmenter` with equal weights)."
+    return torch.nn.functional.binary_cross_entropy_with_logits(model(batch[0]), batch[1])
+
 def train_step1(Xl: np.ndarray, Yl: np.ndarray, budget: Budget, seed: int, steps: int | None = None) -> UNet:
-    "Step 1: a U-Net trained on the labelled images and masks rotated x4."
+    """Step 1: a U-Net trained on the labelled images and masks rotated x4, by `budget.trainer`: "paper" (Adam, cosine
+    decay from lr1 to lr_min) or "paperlib" (`paperlib.train`: an LR range test on the same rotated training images,
+    then AdamW under a one-cycle schedule peaking at the suggested rate, gradients clipped). The model's `step1_log`
+    holds the trainer, its peak rate and the training loss per step ("paperlib") or of the last 10 steps ("paper")."""
     torch.manual_seed(seed)
     model = UNet(budget.widths)
     Xr, Yr = rot4(_t(Xl), _t(Yl))
-    fit_segmenter(model, Xr, Yr, steps=steps or budget.steps1, batch_size=budget.batch, lr=budget.lr1,
-                  lr_min=budget.lr_min, seed=seed)
+    steps = steps or budget.steps1
+    if budget.trainer == "paper":
+        _, last = fit_segmenter(model, Xr, Yr, steps=steps, batch_size=budget.batch, lr=budget.lr1, lr_min=budget.lr_min, seed=seed)
+        model.step1_log = dict(trainer="paper", lr=budget.lr1, steps=steps, final_loss=last, curve=None)
+    else:
+        lr = lr_range_test(model, _bce_step, _endless(Xr, Yr, budget.batch, [seed, 1]), steps=budget.range_steps).suggested
+        f = fit(model, _bce_step, _endless(Xr, Yr, budget.batch, [seed, 2]), steps=steps, lr=lr)
+        model.step1_log = dict(trainer="paperlib", lr=lr, steps=steps, final_loss=float(f.curve.loss.tail(10).mean()),
+                               curve=f.curve.loss.to_numpy(np.float32))
     return model
+
 
 # %% ../../nbs/papers/defect_tdist.ipynb #49f4f4ec
 RATIO_UNITS = ("label", "image")
@@ -661,6 +697,12 @@ def gate_learned(ap_full, ap_trivial, level: float = LEARNED_AP, margin: float =
     "Every supervised-100% AP >= level and >= the trivial detector's AP + margin."
     a, t = np.asarray(ap_full, float), np.asarray(ap_trivial, float)
     return bool(len(a) > 0 and (a >= level).all() and (a >= t + margin).all())
+
+def learned_margin(ap_full, ap_trivial: float, level: float = LEARNED_AP, margin: float = LEARNED_MARGIN) -> float:
+    "How far the worst supervised-100% AP lies above what the gate needs, max(level, trivial AP + margin) (negative: it fails)."
+    a = np.asarray(ap_full, float)
+    if a.size == 0: raise ValueError("learned_margin: no supervised-100% AP to judge")
+    return float(a.min() - max(level, float(ap_trivial) + margin))
 
 def step1_ok(ap_u: dict, level: float = STEP1_PSEUDO_AP) -> dict:
     "{seed: the Step-1 (supervised) model's AP on the unlabelled images' hidden labels >= level} from {seed: AP}."
