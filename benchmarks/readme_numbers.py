@@ -56,7 +56,8 @@ def paper_row(slug: str, rec: dict, budgets: dict, contention: dict, before: dic
     t0 = seconds(first)
     if (idle or {}).get(slug) and (first.get("load_before") or 0) > 0.5:
         t0 = f"{seconds(idle[slug])} run alone; {t0} in this record"
-    return (f"| `{slug}` (record at `{rec.get('commit') or '?'}`) | {t0} | {', '.join(seconds(r) for r in runs[1:]) or '—'} | {budget} "
+    at = f" (record at `{rec['commit']}`)" if rec.get("commit") else ""
+    return (f"| `{slug}`{at} | {t0} | {', '.join(seconds(r) for r in runs[1:]) or '—'} | {budget} "
             f"| {same_or_list([tally(r.get('counts')) for r in runs])} | {first.get('tested') or '—'} "
             f"| {n_checks} ({checks.get('reproduced', 0)} hold) | {moving} | {f'{slow:.2f}x' if slow else 'not measured'} | {old} |")
 
