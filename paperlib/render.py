@@ -7,14 +7,14 @@ from __future__ import annotations
 import re, ast, json, math, time, base64, gzip, functools, html as _html
 from pathlib import Path
 
-from .report import COUNTED, INFORMATIONAL, VERDICTS, REPRODUCED, NOT_REPRODUCED, format_value, format_number, tested_line, value_text
+from .report import COUNTED, INFORMATIONAL, VERDICTS, REPRODUCED, NOT_REPRODUCED, format_value, format_number, tested_line, value_text, is_interval
 
 # %% auto #0
-__all__ = ['VERDICT_CLASS', 'MATHJAX_CONFIG', 'CITATION', 'PAGE_CSS', 'CI_BANNER', 'DRY_BANNER', 'TALLY_LEGEND', 'VERDICT_FILTER',
-           'esc', 'when', 'mathjax_dir', 'mathjax_source', 'is_test_only', 'cite_values', 'prepare_notebook',
-           'notebook_css', 'NotebookRenderer', 'tally_html', 'value_html', 'labelled_html', 'claim_card',
-           'claims_sections_html', 'gates_html', 'data_banner', 'paper_header', 'render_cells', 'run_values',
-           'contents_html', 'report_page', 'collection_table']
+__all__ = ['VERDICT_CLASS', 'MATHJAX_CONFIG', 'APPENDIX_MARK', 'CITATION', 'PAGE_CSS', 'CI_BANNER', 'DRY_BANNER', 'TALLY_LEGEND',
+           'VERDICT_FILTER', 'esc', 'when', 'mathjax_dir', 'mathjax_source', 'to_appendix', 'is_test_only',
+           'cite_values', 'prepare_notebook', 'notebook_css', 'NotebookRenderer', 'tally_html', 'value_html',
+           'labelled_html', 'claim_card', 'claims_sections_html', 'gates_html', 'data_banner', 'paper_header',
+           'render_cells', 'run_values', 'contents_html', 'report_page', 'collection_table']
 
 # %% ../nbs/12_render.ipynb #7e31cbd1
 def esc(s) -> str:
@@ -49,6 +49,36 @@ def mathjax_source() -> str:
     return ("(async () => { const b = Uint8Array.from(atob('" + packed + "'), c => c.charCodeAt(0));"
             " const js = await new Response(new Blob([b]).stream().pipeThrough(new DecompressionStream('gzip'))).text();"
             " const s = document.createElement('script'); s.textContent = js; document.head.appendChild(s); })();")
+
+# %% ../nbs/12_render.ipynb #b834c0e3
+APPENDIX_MARK = "<!-- appendix -->"
+
+def _heading(c) -> tuple[int, str] | None:
+    "The level and text of a markdown cell's first heading line, or None."
+    m = re.match(r"(#{1,6})\s+(.*)", c.source.lstrip()) if c.cell_type == "markdown" else None
+    return (len(m.group(1)), m.group(2).replace(APPENDIX_MARK, "").strip()) if m else None
+
+def to_appendix(cells: list) -> list:
+    """`cells` with each section whose heading cell carries APPENDIX_MARK (up to the next heading of its level or
+    above) moved to an appendix at the end, its headings one level down; a pointer stays where it was."""
+    import nbformat
+    kept, moved, i = [], [], 0
+    while i < len(cells):
+        h = _heading(cells[i])
+        if not (h and APPENDIX_MARK in cells[i].source): kept.append(cells[i]); i += 1; continue
+        j = i + 1
+        while j < len(cells) and not ((hj := _heading(cells[j])) and hj[0] <= h[0]): j += 1
+        # a pointer, not a heading: the moved heading keeps the section's anchor
+        kept.append(nbformat.v4.new_markdown_cell(f"*{h[1]}: in the [appendix](#Appendix) at the end (the code runs "
+                                                  "here; the reader meets the results first).*"))
+        for c in cells[i:j]:
+            if c.cell_type == "markdown":
+                c.source = re.sub(r"^(#{1,5})(?=\s)", r"\1#", c.source.replace(APPENDIX_MARK, "").strip(), flags=re.M)
+            moved.append(c)
+        i = j
+    if not moved: return kept
+    return kept + [nbformat.v4.new_markdown_cell("## Appendix\n\nThe paper's data: loaders of the real layout and the "
+                                                 "generator of the embedded default, in the order the run executed them.")] + moved
 
 # %% ../nbs/12_render.ipynb #4d64a00a
 def _directives(src: str) -> set[str]:
@@ -105,7 +135,7 @@ def prepare_notebook(nb, drop_frontmatter: bool = True, keep_tests: bool = False
             if not outputs and not keep_tests and is_test_only(c.source): continue
         elif not c.source.strip(): continue
         cells.append(c)
-    nb.cells = cells
+    nb.cells = to_appendix(cells)
     return nb
 
 # %% ../nbs/12_render.ipynb #3a191c63
@@ -226,15 +256,10 @@ def value_html(v) -> str:
     if not isinstance(v, (dict, list)) and len(short) < 120: return esc(short)
     return f"<details><summary>{esc(short)}</summary><pre>{esc(full)}</pre></details>"
 
-def _is_interval(v) -> bool:
-    "[estimate, low, high] with low <= estimate <= high: shown as 'estimate [low, high]'."
-    return (isinstance(v, (list, tuple)) and len(v) == 3 and all(isinstance(x, (int, float)) and not isinstance(x, bool)
-            and math.isfinite(x) for x in v) and v[1] <= v[0] <= v[2])
-
 def _leaf(v) -> str | None:
     "A number, a short text or an interval as text; None for anything nested."
     if v is None: return "–"
-    if _is_interval(v): return f"{format_number(v[0])} [{format_number(v[1])}, {format_number(v[2])}]"
+    if is_interval(v): return f"{format_number(v[0])} [{format_number(v[1])}, {format_number(v[2])}]"
     if isinstance(v, (bool, int, float)): return format_number(v)
     if isinstance(v, str): return v
     if isinstance(v, (list, tuple)) and len(v) <= 8 and all(isinstance(x, (bool, int, float, str)) or x is None for x in v):
