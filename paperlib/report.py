@@ -17,7 +17,8 @@ from .core import RunContext, Size, provenance
 __all__ = ['REPRODUCED', 'NOT_REPRODUCED', 'INCONCLUSIVE', 'NOT_CHECKABLE', 'INFORMATIONAL', 'COUNTED', 'VERDICTS',
            'RULE_SOURCES', 'CLAIM_KINDS', 'GATE_KINDS', 'BLINDED', 'KEEP', 'VALUE_NAME', 'artefact_name', 'to_jsonable',
            'write_json', 'escape_md', 'Gate', 'Claim', 'Artefact', 'decide_verdict', 'verdict_counts', 'tested_line',
-           'rule_outcome', 'format_value', 'format_number', 'Value', 'value_text', 'palette_png', 'Report']
+           'rule_outcome', 'format_value', 'is_interval', 'unlabelled', 'format_number', 'Value', 'value_text',
+           'palette_png', 'Report']
 
 # %% ../nbs/05_report.ipynb #0fa7fea9
 def artefact_name(label: str) -> str:
@@ -180,6 +181,16 @@ def format_value(v, width: int = 120) -> str:
         s = "; ".join(f"{k}: {_short(x)}" for k, x in v.items())
     else: s = _short(v)
     return s if len(s) <= width else s[:width - 1].rstrip() + "…"
+
+def is_interval(v) -> bool:
+    "[estimate, low, high] with low <= estimate <= high (finite numbers): shown as 'estimate [low, high]'."
+    return (isinstance(v, (list, tuple)) and len(v) == 3 and all(isinstance(x, (int, float)) and not isinstance(x, bool)
+            and math.isfinite(x) for x in v) and v[1] <= v[0] <= v[2])
+
+def unlabelled(v) -> bool:
+    """Whether a claim value is several values with no label: a reader cannot tell which number is which method
+    (`[25.7, 13.1]`). A dict names its values; an interval [estimate, low, high] is one value."""
+    return isinstance(v, (list, tuple)) and len(v) > 1 and not is_interval(v)
 
 # %% ../nbs/05_report.ipynb #74b5c0fb
 def _show(obj, keep: bool = False):
@@ -433,6 +444,10 @@ class Report:
         if source not in RULE_SOURCES:
             raise ValueError(f"claim {id}: source must say whose rule it is, one of {', '.join(RULE_SOURCES)}; got {source!r}")
         gate_objs = self._claim_gates(id, kind, gates, informational)
+        for name, x in (("ours", ours), ("paper", paper), ("control", control)):
+            if unlabelled(to_jsonable(x)):
+                raise ValueError(f"claim {id}: {name}={to_jsonable(x)!r} gives several numbers without labels; name each, "
+                                 "e.g. {'SPS': 25.7, 'SPS+ASD': 25.8} (a list [estimate, low, high] is read as an interval)")
         try: v, why = decide_verdict(passed, gate_objs, informational)
         except (ValueError, TypeError) as e: raise type(e)(f"claim {id}: {e}") from None
         if v == NOT_CHECKABLE and not (reason or why): raise ValueError(f"claim {id}: a not-checkable claim needs a reason")
