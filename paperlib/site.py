@@ -481,6 +481,9 @@ def build_site(out: Path = Path("_site"), reports: Path | None = None, root: Pat
     index.html. `jobs` > 1 renders notebooks in that many worker processes (on 2 busy cores it was slower than 1)."""
     t0 = time.time()
     root = Path(root) if root else project_root()
+    if reports is not None and not Path(reports).is_dir():
+        raise ValueError(f"--reports {reports}: {'a file' if Path(reports).exists() else 'no such folder'}; give the folder "
+                         "`paperlib reproduce` writes its reports into (settings.ini's reports, reports/ by default)")
     reports = Path(reports) if reports else read_settings(root)["reports"]
     out = Path(out)
     if out.resolve() in (root.resolve(), reports.resolve(), (root / "nbs").resolve()):

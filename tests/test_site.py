@@ -113,6 +113,14 @@ def test_cli_refuses_to_overwrite_the_project(capsys):
     assert cli.main(["site", "--out", str(REPO)]) == 2
     assert "refusing" in capsys.readouterr().err
 
+def test_cli_says_reports_must_be_a_folder(capsys, tmp_path):
+    (tmp_path / "claims.json").write_text("{}")
+    out = tmp_path / "site"
+    assert cli.main(["site", "--out", str(out), "--reports", str(tmp_path / "claims.json")]) == 2
+    assert "--reports " + str(tmp_path / "claims.json") + ": a file" in capsys.readouterr().err
+    assert cli.main(["site", "--out", str(out), "--reports", str(tmp_path / "nope")]) == 2
+    assert "no such folder" in capsys.readouterr().err and not out.exists()
+
 # ---- links -------------------------------------------------------------------------------------------
 
 def test_every_internal_link_resolves(site):
