@@ -240,7 +240,7 @@ nav.toc{border:1px solid #e3e6eb;background:#fafbfc;padding:.5rem 1rem;margin:.8
 .claim-card .cn{display:grid;grid-template-columns:1fr 1fr;gap:.2rem 1rem;margin:.25rem 0}
 .lv{display:inline-block;margin:0 .7rem .1rem 0}.lv .lab{color:#5b6472}.mark.ok{color:#1e7e34}.mark.bad{color:#b3261e}.mark.nc{color:#5b6472}
 table.mini{border-collapse:collapse;font-size:.82rem;margin:.15rem 0}table.mini td,table.mini th{padding:.05rem .45rem;border-bottom:1px solid #eef0f3;text-align:right}
-nav.toc ul{margin:.3rem 0;padding-left:1rem}.gates ul{margin:.2rem 0}.gates li{font-size:.9rem}.gates summary{cursor:pointer}nav.toc li.toc-h3{margin-left:1rem;font-size:.85rem}.jump{font-size:.9rem}
+nav.toc ul{margin:.3rem 0;padding-left:1rem}.gates ul{margin:.2rem 0;columns:2 34rem;column-gap:2rem}.gates li{font-size:.9rem;break-inside:avoid}.gates summary{cursor:pointer;white-space:nowrap;overflow:hidden;text-overflow:ellipsis}.gates details[open] summary{white-space:normal}nav.toc li.toc-h3{margin-left:1rem;font-size:.85rem}.jump{font-size:.9rem}
 """
 
 def tally_html(counts: dict | None) -> str:
@@ -317,12 +317,13 @@ def claims_sections_html(claims: list[dict], gates: list[dict] | None = None) ->
                "Monte Carlo, agreement with reference libraries, critiques of a statistic: evidence that the code does what "
                f"it says, not claims of the paper; never counted.</p>{cards(checks)}" if checks else ""))
 
-def _gate_budget(g: dict) -> str:
-    "A gate's margin past its threshold and, for a learned gate, the calibration that set the budget it tests."
-    out = [f"margin {format_value(g['margin'])}"] if g.get("margin") is not None else []
-    if g.get("kind") == "learned":
-        out.append(f"budget from {g['calibration']}" if g.get("calibration") else "budget not set by a blinded calibration")
-    return f' <span class="nc">· {esc(" · ".join(out))}</span>' if out else ""
+def _gate_budget(g: dict) -> tuple[str, str]:
+    """A gate's kind with its margin past the threshold and, for a learned gate, whether a blinded calibration set the
+    budget it tests (the gate's line); and that calibration in full (its folded detail)."""
+    short = [g.get("kind") or ""] + ([f"margin {format_value(g['margin'])}"] if g.get("margin") is not None else [])
+    if g.get("kind") == "learned": short.append("calibrated blind" if g.get("calibration") else "budget not set by a blinded calibration")
+    full = f"budget from {g['calibration']}" if g.get("kind") == "learned" and g.get("calibration") else ""
+    return " · ".join(short), full
 
 def gates_html(gates: list[dict]) -> str:
     """The run's preconditions: one line each (held or not, its statement, its margin), its rule and numbers folded
@@ -330,13 +331,16 @@ def gates_html(gates: list[dict]) -> str:
     if not gates: return ""
     def one(g):
         word = "held" if g.get("passed") else ("not checked" if g.get("passed") is None else "FAILED")
+        kind, budget = _gate_budget(g)
+        changed = ' <span class="post-hoc">(changed after results were seen)</span>' if g.get("post_hoc") else ""
         detail = (f'<span class="nc">{esc(g.get("rule"))}'
                   f'{" · ours: " + esc(format_value(g.get("ours"))) if g.get("ours") is not None else ""}</span>'
-                  + (f' <span class="nc">— {esc(g["reason"])}</span>' if g.get("reason") else ""))
-        return (f'<li><details><summary><span class="{"gate-ok" if g.get("passed") else "gate-bad"}">{word}</span> '
-                f'<b>{esc(g.get("id"))}</b> ({esc(g.get("kind"))}): {esc(g.get("text"))}{_gate_budget(g)}</summary>{detail}</details>'
-                + (f'<div class="post-hoc">changed after results were seen: {esc(g["post_hoc"])}</div>' if g.get("post_hoc") else "")
-                + "</li>")
+                  + (f' <span class="nc">— {esc(g["reason"])}</span>' if g.get("reason") else "")
+                  + (f' <span class="nc">· {esc(budget)}</span>' if budget else "")
+                + (f'<div class="post-hoc">changed after results were seen: {esc(g["post_hoc"])}</div>' if g.get("post_hoc") else ""))
+        # the margin before the statement: a one-line summary cut at the window's edge still shows it
+        return (f'<li><details><summary title="{esc(g.get("text"))}"><span class="{"gate-ok" if g.get("passed") else "gate-bad"}">{word}</span> '
+                f'<b>{esc(g.get("id"))}</b> <span class="nc">({esc(kind)})</span>{changed}: {esc(g.get("text"))}</summary>{detail}</details></li>')
     return f'<div class="gates"><b>Gates</b> (preconditions of the claims that name them; open one for its rule and numbers):<ul>{"".join(map(one, gates))}</ul></div>'
 
 def data_banner(data: dict | None) -> str:

@@ -272,6 +272,19 @@ def test_standalone_report_typesets_offline(site, browser):
     assert not [u for u in urls if not u.startswith(("file:", "data:", "blob:", "about:"))], urls
     assert not [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
 
+def test_report_first_screen_shows_tally_gates_and_claims(site, browser):
+    "In a 1400 x 900 window a report's first screen shows the tally, the gate list and the first claim card."
+    _, reports = site
+    browser.set_window_size(1400, 900)
+    try:
+        browser.get((reports / PILOT / "report.html").resolve().as_uri())
+        tops = browser.execute_script(
+            "const top = s => { const e = document.querySelector(s); return e ? e.getBoundingClientRect().top : null; };"
+            "return [window.innerHeight, top('.paper-head .tally'), top('.gates'), top('.claim-card'), top('.claim-card .lv, .claim-card .cn')];")
+    finally: browser.set_window_size(1400, 1000)
+    height, *where = tops
+    assert all(t is not None and 0 <= t < height for t in where), tops
+
 def test_home_filters_papers_by_verdict(site, browser):
     "The collection's verdict filter shows only the papers with a claim of that verdict, and 'any verdict' all again."
     out, _ = site
