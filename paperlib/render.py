@@ -97,10 +97,12 @@ def is_test_only(src: str) -> bool:
 
 CITATION = re.compile(r"\{\{\s*([a-z_][a-z0-9_]*)\s*\}\}")
 
-def cite_values(source: str, values: dict, where: str) -> str:
-    "Markdown `source` with every {{name}} replaced by the run's value `name`, linked to the cell that computed it."
+def cite_values(source: str, values: dict, where: str, withheld: bool = False) -> str:
+    """Markdown `source` with every {{name}} replaced by the run's value `name`, linked to the cell that computed it;
+    `withheld`: a blinded calibration run, whose outcome values were never recorded, says so in their place."""
     def one(m):
         v = values.get(m.group(1))
+        if v is None and withheld: return "*(withheld in a blinded calibration run)*"
         if v is None:
             raise ValueError(f"{where} cites {{{{{m.group(1)}}}}}, which this run did not record with rep.value; recorded: "
                              + (", ".join(sorted(values)) or "none"))
@@ -109,14 +111,15 @@ def cite_values(source: str, values: dict, where: str) -> str:
         return f'[{text}](#cell-{v["cell"]} "{m.group(1)}")' if v.get("cell") is not None else text
     return CITATION.sub(one, source)
 
-def prepare_notebook(nb, drop_frontmatter: bool = True, keep_tests: bool = False, values: dict | None = None):
+def prepare_notebook(nb, drop_frontmatter: bool = True, keep_tests: bool = False, values: dict | None = None,
+                     withheld: bool = False):
     """A copy of `nb` as a reader should see it (see above); `keep_tests` for library pages, where the tests document
     the code; `values` (a run's values.json): the markdown's {{name}} citations replaced by the run's numbers."""
     import copy
     nb = copy.deepcopy(nb)
     if values is not None:
         for i, c in enumerate(nb.cells):
-            if c.cell_type == "markdown": c.source = cite_values(c.source, values, f"markdown cell {i} ({c.source.strip()[:40]!r}…)")
+            if c.cell_type == "markdown": c.source = cite_values(c.source, values, f"markdown cell {i} ({c.source.strip()[:40]!r}…)", withheld)
     cells, seen_code = [], False
     for c in nb.cells:
         # the frontmatter is the raw cell before any code (papermill may put its error banner above it)
@@ -207,8 +210,9 @@ class NotebookRenderer:
     """Renders notebooks to HTML fragments of their cells, as a reader should see them (one exporter, reused);
     `fold`: each code cell folded under its first line."""
     def __init__(self, fold: bool = False): self.exporter = _fast_exporter(_FOLDED_TEMPLATE if fold else _CELLS_TEMPLATE)
-    def __call__(self, nb, links: dict[str, str] | None = None, keep_tests: bool = False, values: dict | None = None) -> str:
-        body, _ = self.exporter.from_notebook_node(prepare_notebook(nb, keep_tests=keep_tests, values=values))
+    def __call__(self, nb, links: dict[str, str] | None = None, keep_tests: bool = False, values: dict | None = None,
+                 withheld: bool = False) -> str:
+        body, _ = self.exporter.from_notebook_node(prepare_notebook(nb, keep_tests=keep_tests, values=values, withheld=withheld))
         if links:  # href="02_stats.ipynb" or href="papers/x.ipynb#sec" -> the page of that notebook
             def fix(m):
                 target, frag = m.group(2), m.group(3) or ""
@@ -399,14 +403,14 @@ def paper_header(meta: dict, manifest: dict | None, claims: dict | None, notice:
 # %% ../nbs/12_render.ipynb #60ccac01
 _RENDERERS = {}
 
-def render_cells(nb, links: dict | None = None, keep_tests: bool = False, values: dict | None = None) -> str:
+def render_cells(nb, links: dict | None = None, keep_tests: bool = False, values: dict | None = None, withheld: bool = False) -> str:
     """The cells of notebook `nb` (a NotebookNode or a path) as a reader's HTML fragment: a paper's code folded, a
     library's (`keep_tests`: its tests document it) open."""
     import nbformat
     if not hasattr(nb, "cells"): nb = nbformat.read(str(nb), as_version=4)
     fold = not keep_tests
     if fold not in _RENDERERS: _RENDERERS[fold] = NotebookRenderer(fold)
-    return _RENDERERS[fold](nb, links, keep_tests, values)
+    return _RENDERERS[fold](nb, links, keep_tests, values, withheld)
 
 def run_values(folder: Path) -> dict:
     "The values.json of a report folder ({} for a run that recorded none, or one from before values existed)."
@@ -427,7 +431,8 @@ def _mark_plan(body: str) -> str:
 def report_page(executed: Path, meta: dict, manifest: dict | None, claims: dict | None, notice: str = "") -> str:
     """The whole standalone report.html of an executed paper notebook: the first screen (verdicts, gates, claims), links
     to the plan table and the contents, then the paper's sections with their code folded."""
-    try: body = _mark_plan(render_cells(executed, values=run_values(Path(executed).parent)))
+    withheld = bool(((manifest or {}).get("parameters") or {}).get("blind"))
+    try: body = _mark_plan(render_cells(executed, values=run_values(Path(executed).parent), withheld=withheld))
     except ValueError as e: raise ValueError(f"{Path(executed).name}: {e}") from None   # name the notebook too
     jump = " · ".join(x for x in ('<a href="#plan">Plan vs this profile</a>' if 'id="plan"' in body else "",
                                    '<a href="#contents">Contents</a>') if x)
