@@ -18,7 +18,7 @@ __all__ = ['REPRODUCED', 'NOT_REPRODUCED', 'INCONCLUSIVE', 'NOT_CHECKABLE', 'INF
            'RULE_SOURCES', 'CLAIM_KINDS', 'GATE_KINDS', 'BLINDED', 'KEEP', 'VALUE_NAME', 'artefact_name', 'to_jsonable',
            'write_json', 'escape_md', 'Gate', 'Claim', 'Artefact', 'decide_verdict', 'verdict_counts', 'tested_line',
            'rule_outcome', 'format_value', 'is_interval', 'unlabelled', 'format_number', 'Value', 'value_text',
-           'palette_png', 'Report']
+           'palette_png', 'Report', 'claim_values']
 
 # %% ../nbs/05_report.ipynb #0fa7fea9
 def artefact_name(label: str) -> str:
@@ -462,6 +462,7 @@ class Report:
         cl = Claim(id, text, rule, v, source, [g.id for g in gate_objs], outcome, to_jsonable(ours), to_jsonable(paper),
                    to_jsonable(control), reason, kind, post_hoc, replicates, cell)
         self.claims = [c for c in self.claims if c.id != id] + [cl]
+        if not self.ctx.blind: self.values.update(claim_values(id, cl.ours, cell))
         if self.ctx.blind:
             _md(f"**{id}** — *blinded* (a calibration run: the outcome is withheld). {text}", True)
             return cl
@@ -514,3 +515,26 @@ class Report:
             _show(style(self.claims_table("check")))
         return manifest
 
+
+# %% ../nbs/05_report.ipynb #2124fdb1
+def _slug(s) -> str: return re.sub(r"[^a-z0-9]+", "_", str(s).lower()).strip("_")
+
+def _is_block(v) -> bool:
+    "{replicate seed: number} over two or more replicates."
+    return (isinstance(v, dict) and len(v) >= 2 and all(str(k).isdigit() for k in v)
+            and all(isinstance(x, (int, float)) and not isinstance(x, bool) and x is not None for x in v.values()))
+
+def claim_values(id: str, ours, cell: int | None = None, limit: int = 40) -> dict[str, Value]:
+    "The numbers of claim `id`'s `ours` (JSON-safe) as Values named ours_<claim>[_<label>...]; at most `limit`."
+    out = {}
+    def walk(v, name, depth):
+        if len(out) >= limit or name in out: return
+        if isinstance(v, (int, float)) and not isinstance(v, bool): out[name] = Value(name, float(v), cell=cell)
+        elif is_interval(v): out[name] = Value(name, float(v[0]), ci=[float(v[1]), float(v[2])], cell=cell)
+        elif _is_block(v):
+            xs = [float(x) for x in v.values()]
+            out[name] = Value(name, float(np.mean(xs)), per_replicate=xs, cell=cell)
+        elif isinstance(v, dict) and depth < 3:
+            for k, x in v.items(): walk(x, f"{name}_{_slug(k)}" if _slug(k) else name, depth + 1)
+    walk(ours, f"ours_{_slug(id)}", 0)
+    return out
