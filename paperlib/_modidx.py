@@ -204,6 +204,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                'paperlib.diff.diff_folders': ('diff.html#diff_folders', 'paperlib/diff.py'),
                                'paperlib.diff.diff_json': ('diff.html#diff_json', 'paperlib/diff.py'),
                                'paperlib.diff.diff_runs': ('diff.html#diff_runs', 'paperlib/diff.py'),
+                               'paperlib.diff.diff_table': ('diff.html#diff_table', 'paperlib/diff.py'),
+                               'paperlib.diff.diff_tables': ('diff.html#diff_tables', 'paperlib/diff.py'),
                                'paperlib.diff.format_diff': ('diff.html#format_diff', 'paperlib/diff.py'),
                                'paperlib.diff.noise_se': ('diff.html#noise_se', 'paperlib/diff.py')},
             'paperlib.fairness': { 'paperlib.fairness.DomainIndependentLR': ('fairness.html#domainindependentlr', 'paperlib/fairness.py'),

@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 
 # %% auto #0
-__all__ = ['NOISE_K', 'noise_se', 'beyond_noise', 'Diff', 'diff_runs', 'diff_folders', 'format_diff', 'diff_json']
+__all__ = ['NOISE_K', 'noise_se', 'beyond_noise', 'diff_table', 'diff_tables', 'Diff', 'diff_runs', 'diff_folders', 'format_diff',
+           'diff_json']
 
 # %% ../nbs/21_diff.ipynb #732319e0
 NOISE_K = 3.0   # ours: |difference| > 3 standard errors of the difference is beyond seed noise
@@ -27,6 +28,29 @@ def beyond_noise(delta: float, se: float | None, k: float = NOISE_K) -> bool | N
     if se is None or not math.isfinite(delta): return None
     return bool(abs(delta) > k * se) if se > 0 else bool(delta != 0)
 
+# %% ../nbs/21_diff.ipynb #359649db
+def diff_table(fa: Path, fb: Path) -> dict:
+    "Numeric cells of two CSV tables: how many, how many changed, the largest absolute change; or how the shape changed."
+    import pandas as pd
+    ta, tb = pd.read_csv(fa), pd.read_csv(fb)
+    out = dict(table=Path(fa).stem, cells=0, changed=0, largest=None, shape=None)
+    if list(ta.columns) != list(tb.columns) or len(ta) != len(tb):
+        out["shape"] = f"{len(ta)} x {len(ta.columns)} -> {len(tb)} x {len(tb.columns)}" + (
+            "" if list(ta.columns) == list(tb.columns) else " (columns differ)")
+        return out
+    num = [c for c in ta.columns if pd.api.types.is_numeric_dtype(ta[c]) and pd.api.types.is_numeric_dtype(tb[c])]
+    x, y = ta[num].to_numpy(float), tb[num].to_numpy(float)
+    both = np.isfinite(x) & np.isfinite(y)
+    moved = (both & ~np.isclose(x, y, rtol=1e-9, atol=1e-12)) | (np.isfinite(x) != np.isfinite(y))
+    out.update(cells=int(np.isfinite(x).sum() + (np.isfinite(y) & ~np.isfinite(x)).sum()), changed=int(moved.sum()),
+               largest=float(np.abs(x - y)[both].max()) if both.any() else None)
+    return out
+
+def diff_tables(a: Path, b: Path) -> list[dict]:
+    "diff_table for every CSV table report folders `a` and `b` both have."
+    names = sorted({f.name for f in Path(a).glob("*.csv")} & {f.name for f in Path(b).glob("*.csv")})
+    return [diff_table(Path(a) / n, Path(b) / n) for n in names]
+
 # %% ../nbs/21_diff.ipynb #d3509d0c
 def _read(folder: Path, name: str) -> dict:
     f = Path(folder) / name
@@ -41,6 +65,7 @@ class Diff:
     values: list = field(default_factory=list)        # dicts: name, a, b, delta, se, beyond
     only_a: list = field(default_factory=list)
     only_b: list = field(default_factory=list)
+    tables: list = field(default_factory=list)        # diff_table's dicts, one per table both runs wrote
 
     @property
     def moved(self) -> list: return [v for v in self.values if v["beyond"]]
@@ -69,6 +94,7 @@ def diff_runs(a: Path, b: Path, k: float = NOISE_K) -> Diff:
         d.values.append(dict(name=name, a=x["value"], b=y["value"], delta=delta, se=se, beyond=beyond_noise(delta, se, k)))
     d.values.sort(key=lambda v: v["name"])
     d.only_a, d.only_b = sorted(va.keys() - vb.keys()), sorted(vb.keys() - va.keys())
+    d.tables = diff_tables(a, b)
     return d
 
 # %% ../nbs/21_diff.ipynb #57177823
@@ -95,8 +121,12 @@ def format_diff(diffs: list[Diff]) -> str:
                 f"{abs(v['delta']) / v['se']:.1f} standard errors)" if v["se"] else
                 f"  value {v['name']}: {_num(v['a'])} -> {_num(v['b'])}" for v in d.moved]
         if d.only_a or d.only_b: out.append(f"  values in one run only: {', '.join(d.only_a + d.only_b)}")
+        if d.tables:
+            out.append(f"  tables: {sum(t['changed'] for t in d.tables)} of {sum(t['cells'] for t in d.tables)} numeric cells "
+                       f"changed in {len(d.tables)} tables (a table cell has no noise estimate)")
+            out += [f"  table {t['table']}: shape {t['shape']}" for t in d.tables if t["shape"]]
     return "\n".join(out)
 
 def diff_json(diffs: list[Diff]) -> list[dict]:
     return [dict(paper=d.paper, verdicts=[dict(claim=c, a=x, b=y) for c, x, y in d.verdicts], values=d.values,
-                 only_a=d.only_a, only_b=d.only_b) for d in diffs]
+                 only_a=d.only_a, only_b=d.only_b, tables=d.tables) for d in diffs]
