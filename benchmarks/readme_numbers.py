@@ -53,6 +53,8 @@ def paper_row(slug: str, rec: dict, budgets: dict, contention: dict, before: dic
     checks = first.get("checks") or {}
     n_checks = sum(checks.get(v, 0) for v in ORDER)
     moving = ", ".join(sorted(rec.get("moving") or {}, key=lambda c: (len(c), c))) or "none"
+    noise = ", ".join(f"{len(x['beyond'])} of {len(x['beyond']) + x['within']} ({k})" for k, x in (rec.get("diffs") or {}).items())
+    if noise: moving += f"; values beyond seed noise: {noise}"
     t0 = seconds(first)
     if (idle or {}).get(slug) and (first.get("load_before") or 0) > 0.5:
         t0 = f"{seconds(idle[slug])} run alone; {t0} in this record"
@@ -68,7 +70,7 @@ def block() -> str:
     slugs = list(budgets) + sorted(set(records) - set(budgets))
     when = sorted({r["machine"]["when"][:10] for r in records.values() if r.get("machine", {}).get("when")})
     head = ("| paper | smoke, seed 0 | seeds 1, 2 | budget | effect claims, seeds 0 / 1 / 2 (R / NR / I / NC, + informational) "
-            "| tested on this data (seed 0) | checks of our code (seed 0) | claims that move with the seed | beside 2 busy processes "
+            "| tested on this data (seed 0) | checks of our code (seed 0) | claims that move with the seed (`paperlib diff` of seed 0 against 1 and 2) | beside 2 busy processes "
             "| before issue 27 (as the README showed it) |\n|---|---|---|---|---|---|---|---|---|---|")
     idle = idle_times()
     rows = "\n".join(paper_row(s, records.get(s, {}), budgets, contention, before, idle) for s in slugs)

@@ -3,10 +3,12 @@
     .venv/bin/python benchmarks/seed_stability.py [papers] [--seeds 0 1 2] [--profile smoke]
 
 Each (paper, seed) is a fresh, forced run into its own scratch reports folder (never a verdict re-decided from an
-old run). Writes one record per paper, benchmarks/papers/<slug>.json (every claim's verdict and kind per seed, the
-effect tally, the checks, the gates, the wall time and the machine's load average when the run started, the
-commit), the figure benchmarks/seed_stability.png from every record, and prints the claims whose verdict differs
-between seeds. `benchmarks/readme_numbers.py` (`make numbers`) writes the README's per-paper rows from the records.
+old run). The first seed's run is then compared with each other seed's by `paperlib diff` (`paperlib.diff.diff_runs`):
+the verdicts that changed, the values beyond the runs' own seed noise, those within it, those without a noise
+estimate, and the table cells that changed. Writes one record per paper, benchmarks/papers/<slug>.json (every
+claim's verdict and kind per seed, the effect tally, the checks, the gates, the wall time and the machine's load
+average when the run started, the diffs, the commit), the figure benchmarks/seed_stability.png from every record,
+and prints the claims whose verdict differs between seeds. `benchmarks/readme_numbers.py` (`make numbers`) writes the README's per-paper rows from the records.
 """
 import argparse, json, os, platform, subprocess, tempfile, time
 from pathlib import Path
@@ -14,13 +16,21 @@ from pathlib import Path
 from paperlib.runner import reproduce
 from paperlib.collection import paper_notebooks
 from paperlib.report import VERDICTS
+from paperlib.diff import diff_runs
 
 REPO = Path(__file__).resolve().parents[1]
 COLORS = {"reproduced": "#2e9e4f", "not reproduced": "#c0392b", "inconclusive": "#e0a800", "not checkable": "#9aa0a6",
           "informational": "#7fb3e6", "failed": "#000000"}
 
-def run_seeds(papers, seeds, profile) -> dict:
-    out = {}
+def seed_diff(a: Path, b: Path) -> dict:
+    "What `paperlib diff` says of two seeds' runs of one paper, short enough for the record."
+    d = diff_runs(a, b)
+    return dict(verdicts={c: [x, y] for c, x, y in d.verdicts}, beyond=[v["name"] for v in d.moved], within=len(d.within),
+                unjudged=len(d.unjudged), table_cells=sum(t["cells"] for t in d.tables),
+                table_cells_changed=sum(t["changed"] for t in d.tables))
+
+def run_seeds(papers, seeds, profile) -> tuple[dict, dict]:
+    out, diffs = {}, {}
     with tempfile.TemporaryDirectory() as d:
         for s in papers:
             out[s] = {}
@@ -37,13 +47,18 @@ def run_seeds(papers, seeds, profile) -> dict:
                                     kinds={c["id"]: c.get("kind", "effect") for c in claims.get("claims", [])},
                                     gates={g["id"]: g["passed"] for g in claims.get("gates", [])})
                 print(s, seed, r.status, wall, out[s][seed]["counts"], flush=True)
-    return out
+            first = Path(d) / f"{s}-{seeds[0]}" / s
+            diffs[s] = {f"{seeds[0]}-{x}": seed_diff(first, Path(d) / f"{s}-{x}" / s) for x in seeds[1:]
+                        if out[s][x]["status"] == "ok" and out[s][seeds[0]]["status"] == "ok"}
+    return out, diffs
 
-def moving(per_seed: dict) -> dict:
-    "claim -> its verdicts per seed, for the claims whose verdict is not the same at every seed."
+def moving(per_seed: dict, diffs: dict | None = None) -> dict:
+    """claim -> its verdicts per seed, for the claims whose verdict is not the same at every seed: those `paperlib diff`
+    found changed between the first seed and another (`diffs`), and a claim missing from a failed run."""
     ids = sorted({c for r in per_seed.values() for c in r["verdicts"]}, key=lambda c: (len(c), c))
+    changed = {c for x in (diffs or {}).values() for c in x["verdicts"]}
     vs = {c: {seed: r["verdicts"].get(c, "failed") for seed, r in per_seed.items()} for c in ids}
-    return {c: v for c, v in vs.items() if len(set(v.values())) > 1}
+    return {c: v for c, v in vs.items() if c in changed or "failed" in v.values() and len(set(v.values())) > 1}
 
 def figure(res: dict, path: Path):
     import matplotlib; matplotlib.use("Agg")
@@ -78,20 +93,22 @@ def main():
     ap.add_argument("--profile", default="smoke")
     args = ap.parse_args()
     papers = args.papers or list(paper_notebooks(REPO))
-    res = run_seeds(papers, args.seeds, args.profile)
+    res, diffs = run_seeds(papers, args.seeds, args.profile)
     machine = dict(cpus=os.cpu_count(), platform=platform.platform(), when=time.strftime("%Y-%m-%d %H:%M"))
     folder = REPO / "benchmarks" / "papers"
     folder.mkdir(exist_ok=True)
     for s in papers:
         rec = dict(paper=s, profile=args.profile, commit=commit(), machine=machine, seeds=args.seeds,
-                   runs={str(k): v for k, v in res[s].items()}, moving=moving(res[s]))
+                   runs={str(k): v for k, v in res[s].items()}, diffs=diffs[s], moving=moving(res[s], diffs[s]))
         (folder / f"{s}.json").write_text(json.dumps(rec, indent=1, sort_keys=True) + "\n")
     records = {p.stem: json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))}
     figure({s: r["runs"] for s, r in records.items()}, REPO / "benchmarks" / "seed_stability.png")
     for s in papers:
-        m = moving(res[s])
+        m = moving(res[s], diffs[s])
         print(f"{s}: " + ("no verdict moves with the seed" if not m else
-                          "; ".join(f"{c} {' / '.join(v[x] for x in args.seeds)}" for c, v in m.items())))
+                          "; ".join(f"{c} {' / '.join(v[x] for x in args.seeds)}" for c, v in m.items()))
+              + "; values beyond seed noise: " + (", ".join(f"{k}: {len(x['beyond'])} of {len(x['beyond']) + x['within']}"
+                                                       for k, x in diffs[s].items()) or "no diff"))
 
 if __name__ == "__main__":
     main()

@@ -20,6 +20,9 @@ def test_a_row_follows_its_record():
     assert row == ("| `toy` | 100 s | 101 s (load 3.2), 102 s | < 3 min | 2/1/0/1 (+1) · 2/1/0/1 (+1) · 1/1/1/1 (+1) "
                    "| 3 of the paper's 4 claims tested on this data | 1 (1 hold) | C2 | not measured | old |")
     assert rn.tally(None) == "failed" and rn.same_or_list(["1/0/0/0", "1/0/0/0"]) == "1/0/0/0 at every seed"
+    diffs = {"0-1": dict(beyond=["x"], within=4), "0-2": dict(beyond=[], within=5)}
+    row = rn.paper_row("toy", dict(seeds=[0, 1, 2], runs=runs, moving={}, diffs=diffs), {"toy": 180}, {}, {"toy": "old"})
+    assert "| none; values beyond seed noise: 1 of 5 (0-1), 0 of 5 (0-2) |" in row
 
 def test_a_readme_without_the_block_is_an_error():
     try: rn.render("no block here")
