@@ -1777,6 +1777,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                'paperlib.site.report_source': ('site.html#report_source', 'paperlib/site.py'),
                                'paperlib.site.run_notice': ('site.html#run_notice', 'paperlib/site.py'),
                                'paperlib.site.search_documents': ('site.html#search_documents', 'paperlib/site.py'),
+                               'paperlib.site.seed_record': ('site.html#seed_record', 'paperlib/site.py'),
                                'paperlib.site.sidebar': ('site.html#sidebar', 'paperlib/site.py'),
                                'paperlib.site.since_previous': ('site.html#since_previous', 'paperlib/site.py'),
                                'paperlib.site.source_html': ('site.html#source_html', 'paperlib/site.py'),

@@ -15,8 +15,8 @@ from .render import (esc, when, mathjax_dir, MATHJAX_CONFIG, PAGE_CSS, TALLY_LEG
 
 # %% auto #0
 __all__ = ['SITE_CSS', 'FAVICON', 'SEARCH_JS', 'GUIDES', 'Page', 'rel', 'copy_mathjax', 'source_html', 'api_entries', 'api_html',
-           'sidebar', 'render_page', 'home_body', 'since_previous', 'search_documents', 'write_search', 'run_notice',
-           'report_source', 'paper_layouts', 'datasets_markdown', 'library_notebooks', 'build_site']
+           'sidebar', 'render_page', 'home_body', 'since_previous', 'seed_record', 'search_documents', 'write_search',
+           'run_notice', 'report_source', 'paper_layouts', 'datasets_markdown', 'library_notebooks', 'build_site']
 
 # %% ../nbs/09_site.ipynb #c7c12ee5
 @dataclass
@@ -197,6 +197,19 @@ def since_previous(reports: Path, slug: str, manifest: dict) -> str:
     except (ValueError, TypeError, FileNotFoundError) as e: return f'<p class="nc">No comparison with {esc(prev.name)}: {esc(e)}</p>'
     return (f'<details class="since"><summary>Since the {esc(prev.name)} run: {len(d.verdicts)} verdict(s) changed, '
             f'{len(d.moved)} value(s) beyond seed noise, {len(d.within)} within it</summary><pre>{esc(format_diff([d]))}</pre></details>')
+
+# %% ../nbs/09_site.ipynb #06d9267d
+def seed_record(root: Path, slug: str) -> str:
+    """The paper's latest seed-stability record (benchmarks/papers/<slug>.json: fresh runs at several seeds compared by
+    paperlib diff) as one line of HTML; '' when there is none. Information for the reader: no verdict is decided from it."""
+    f = Path(root) / "benchmarks" / "papers" / f"{slug}.json"
+    if not f.exists(): return ""
+    rec = json.loads(f.read_text())
+    moved = ", ".join(sorted(rec.get("moving") or {}, key=lambda c: (len(c), c))) or "none"
+    noise = ", ".join(f"{len(x['beyond'])} of {len(x['beyond']) + x['within']} (seeds {k})" for k, x in (rec.get("diffs") or {}).items())
+    return (f'<p class="nc">Across fresh {esc(rec.get("profile"))} runs at seeds {esc(", ".join(map(str, rec.get("seeds", []))))} '
+            f'(record at commit <code>{esc(rec.get("commit"))}</code>): claims whose verdict moved: {esc(moved)}'
+            + (f"; values beyond seed noise: {esc(noise)}" if noise else "") + ".</p>")
 
 # %% ../nbs/09_site.ipynb #79c0a17f
 def _text(html: str, limit: int = 20000) -> str:
@@ -399,7 +412,7 @@ def _paper_page(b: _Build, r: dict):
     manifest = read_manifest(b.reports, s) if r["has_report"] else None
     claims = read_claims(b.reports, s) if r["has_report"] else None
     head = (paper_header(paper_meta(nb_path), manifest, claims, run_notice(r)) + f'<p class="links">{" · ".join(links)}</p>'
-            + (since_previous(b.reports, s, manifest) if manifest else ""))
+            + (since_previous(b.reports, s, manifest) if manifest else "") + seed_record(b.root, s))
     if arts:
         head += (f"<details><summary>Artefacts of this run ({len(arts)} files)</summary><p>"
                  + " · ".join(f'<a href="{s}/{esc(a)}">{esc(a)}</a>' for a in arts) + "</p></details>")
