@@ -576,15 +576,34 @@ def _consistency_loss(Xu: torch.Tensor, batch: int, weight: float, seed: int):
         return weight * ((torch.sigmoid(model(noisy, feature_dropout=0.3, feature_noise=0.3)) - target) ** 2).mean()
     return loss
 
+def _step1_precision(model: UNet, Xl_t, Yl) -> float:
+    "P0: the Step-1 model's precision on the labelled set at its best-F1 threshold (Eq. 6 starts from it)."
+    p0 = predict_proba(model, Xl_t)
+    return _eval_l(p0, Yl, best_f1_threshold(p0, Yl)[0])["precision"]
+
+def _step2_set(cfg: PLConfig, Xr, Yl, Xu_t, M, keep):
+    "The images, masks and weights of one Step-2 iteration: the rotated labelled set and the kept pseudo-labelled images (None if empty)."
+    parts_x, parts_y, parts_w = [], [], []
+    if cfg.use_labelled: parts_x.append(Xr); parts_y.append(rot4(_t(Yl))); parts_w.append(torch.ones(len(Xr)))
+    if cfg.pseudo and keep.any():
+        parts_x.append(Xu_t[torch.from_numpy(keep)]); parts_y.append(_t(M[keep]))
+        parts_w.append(torch.full((int(keep.sum()),), cfg.eta if cfg.use_labelled else 1.0))
+    return (torch.cat(parts_x), torch.cat(parts_y), torch.cat(parts_w).numpy()) if parts_x else None
+
+def _step3(model: UNet, cfg: PLConfig, budget: Budget, Xr, Yl, Xu_t, M, keep, seed: int):
+    "Step 3: retrain on the labelled set and the last pseudo labels (weight eta) with mixup, from a fresh optimizer."
+    X3 = torch.cat([Xr, Xu_t[torch.from_numpy(keep)]]); Y3 = torch.cat([rot4(_t(Yl)), _t(M[keep])])
+    W3 = np.r_[np.ones(len(Xr)), np.full(int(keep.sum()), cfg.eta)]
+    fit_segmenter(model, X3, Y3, steps=budget.steps3, batch_size=budget.batch, lr=budget.lr1, lr_min=0.0, weights=W3,
+                  mixup_alpha=budget.mixup_alpha, seed=seed * 1000 + 999)       # a fresh optimizer: the warm restart
+
 def pseudo_label(model: UNet, cfg: PLConfig, budget: Budget, Xl, Yl, Xu, Yu=None, seed: int = 0, P0: float | None = None) -> dict:
     "Step 2 (and Step 3 when cfg.step3) from a Step-1 `model` (modified in place): {'history', 'step2_state', 'gamma', ...}."
     Xl_t, Xu_t = _t(Xl), _t(Xu)
     Xr, Yr = rot4(Xl_t, _t(Yl))
     st = ratio_stats(label_pixel_ratios(Yl, cfg.ratio_unit), budget.bootstrap, seed)
     cap_share = mean_ci(st["mu"], st["s"], st["m"], 0.995, "t")[1]
-    if P0 is None:
-        p0 = predict_proba(model, Xl_t)
-        P0 = _eval_l(p0, Yl, best_f1_threshold(p0, Yl)[0])["precision"]
+    if P0 is None: P0 = _step1_precision(model, Xl_t, Yl)
     opt = torch.optim.Adam(model.parameters(), lr=budget.lr2)
     extra = _consistency_loss(Xu_t, budget.batch, cfg.consistency, seed) if cfg.consistency > 0 else None
     rows, chosen, ma_prev, nu, prev_eval, conf6 = [], [], None, 1.0, None, P0
@@ -626,26 +645,16 @@ def pseudo_label(model: UNet, cfg: PLConfig, budget: Budget, Xl, Yl, Xu, Yu=None
             else: since_best += 1
             if trigger is None and best_f1 >= budget.f1_trigger and since_best >= budget.patience: trigger = n
             fixed_pl = (M, keep)
-        M, keep = fixed_pl if cfg.pseudo else (None, None)
-        parts_x, parts_y, parts_w = [], [], []
-        if cfg.use_labelled: parts_x.append(Xr); parts_y.append(rot4(_t(Yl))); parts_w.append(torch.ones(len(Xr)))
-        if cfg.pseudo and keep.any():
-            parts_x.append(Xu_t[torch.from_numpy(keep)]); parts_y.append(_t(M[keep]))
-            parts_w.append(torch.full((int(keep.sum()),), cfg.eta if cfg.use_labelled else 1.0))
-        if parts_x:
-            opt, row["loss"] = fit_segmenter(model, torch.cat(parts_x), torch.cat(parts_y), steps=budget.steps_per_iter,
-                                             batch_size=budget.batch, lr=budget.lr2, weights=torch.cat(parts_w).numpy(),
-                                             seed=seed * 1000 + n, optimizer=opt, extra_loss=extra)
+        train = _step2_set(cfg, Xr, Yl, Xu_t, *(fixed_pl if cfg.pseudo else (None, None)))
+        if train:
+            opt, row["loss"] = fit_segmenter(model, *train[:2], steps=budget.steps_per_iter, batch_size=budget.batch,
+                                             lr=budget.lr2, weights=train[2], seed=seed * 1000 + n, optimizer=opt, extra_loss=extra)
         rows.append(row)
     out = dict(history=pd.DataFrame(rows), gamma=(chosen[-1] if chosen else None), trigger=trigger, P0=P0,
                cap_share=cap_share, stats=st, step2_state=None)
     if cfg.step3:
         out["step2_state"] = copy.deepcopy(model.state_dict())
-        M, keep = fixed_pl
-        X3 = torch.cat([Xr, Xu_t[torch.from_numpy(keep)]]); Y3 = torch.cat([rot4(_t(Yl)), _t(M[keep])])
-        W3 = np.r_[np.ones(len(Xr)), np.full(int(keep.sum()), cfg.eta)]
-        fit_segmenter(model, X3, Y3, steps=budget.steps3, batch_size=budget.batch, lr=budget.lr1, lr_min=0.0, weights=W3,
-                      mixup_alpha=budget.mixup_alpha, seed=seed * 1000 + 999)       # a fresh optimizer: the warm restart
+        _step3(model, cfg, budget, Xr, Yl, Xu_t, *fixed_pl, seed)
     return out
 
 def evaluate(model: UNet, Xl, Yl, Xte, Yte, own_gamma: float | None = None, keep: int = 0, regions: bool = False) -> dict:
