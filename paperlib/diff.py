@@ -120,7 +120,8 @@ def format_diff(diffs: list[Diff]) -> str:
         out += [f"  value {v['name']}: {_num(v['a'])} -> {_num(v['b'])} (difference {_num(v['delta'])}, "
                 f"{abs(v['delta']) / v['se']:.1f} standard errors)" if v["se"] else
                 f"  value {v['name']}: {_num(v['a'])} -> {_num(v['b'])}" for v in d.moved]
-        if d.only_a or d.only_b: out.append(f"  values in one run only: {', '.join(d.only_a + d.only_b)}")
+        only = d.only_a + d.only_b
+        if only: out.append(f"  values in one run only ({len(only)}): {', '.join(only[:8])}" + (" …" if len(only) > 8 else ""))
         if d.tables:
             out.append(f"  tables: {sum(t['changed'] for t in d.tables)} of {sum(t['cells'] for t in d.tables)} numeric cells "
                        f"changed in {len(d.tables)} tables (a table cell has no noise estimate)")
