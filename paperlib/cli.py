@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys, json, time, signal, argparse, contextlib, faulthandler
 from pathlib import Path
 
-from .core import PROFILES, RunParams, read_settings, check_number, CALIBRATION_SEED
+from .core import PROFILES, RunParams, read_settings, check_number, CALIBRATION_SEED, resolve_data_root
 from .collection import collection_rows, new_paper
 from .runner import reproduce, summary, format_table, write_index, tally_text
 
@@ -82,8 +82,7 @@ def datasets_table(data_root: str, root: Path | None = None) -> str:
     "Per paper and dataset folder: found under `data_root`, valid, and the first line of the error."
     import importlib
     from paperlib.data import dataset_status
-    d = Path(data_root).expanduser()
-    if not d.is_dir(): raise FileNotFoundError(f"data_root {d} does not exist (or is not a folder)")
+    d = resolve_data_root(data_root, Path.cwd())
     rows = []
     for r in collection_rows(read_settings(root)["reports"], root):
         try: importlib.import_module(f"paperlib.papers.{r['slug']}")

@@ -7,7 +7,9 @@ from __future__ import annotations
 import io, os, re, time, json, uuid, shutil, tarfile, tempfile, threading
 from pathlib import Path
 
-from .runner import Job, Outcome, run_child, code_digest, packages_digest
+from .job import Job, Outcome, run_child
+from .cache import code_digest, packages_digest
+from .core import check_number, RunParams
 
 # %% auto #0
 __all__ = ['check_address', 'connect', 'local_cluster', 'identity', 'VersionMismatch', 'check_identity', 'pack', 'unpack',
@@ -92,7 +94,7 @@ def run_on_worker(spec: dict, notebook: str, submitter: dict, timeout: float, ca
         nb = scratch / "nbs" / "papers" / f"{spec['slug']}.ipynb"
         nb.parent.mkdir(parents=True); nb.write_text(notebook, encoding="utf-8")
         staging = scratch / "out" / spec["slug"]; staging.mkdir(parents=True)
-        job = Job(spec["slug"], nb, dict(spec["params"]), spec["key"], spec["parts"], staging)
+        job = Job(spec["slug"], nb, RunParams(**spec["params"]), spec["key"], spec["parts"], staging)
         stop = _ClusterStop(Event(cancel))
         nthreads = getattr(getattr(w, "state", None), "nthreads", None) or getattr(w, "nthreads", 1)
         out = run_child(job, int(nthreads), timeout, stop, log=lambda m: None, where=name)
@@ -101,9 +103,9 @@ def run_on_worker(spec: dict, notebook: str, submitter: dict, timeout: float, ca
     finally: shutil.rmtree(scratch, ignore_errors=True)
 
 # %% ../nbs/13_cluster.ipynb #141ddde3
-def needs_gpu(params: dict) -> bool:
+def needs_gpu(params: RunParams) -> bool:
     "A paper asks for a GPU worker when it runs on cuda or at full scale."
-    return str(params.get("device", "auto")).startswith("cuda") or params.get("profile") == "full"
+    return str(params.device).startswith("cuda") or params.profile == "full"
 
 class DaskExecutor:
     "Runs jobs as Dask tasks, one paper each, on an existing cluster (`scheduler`) or a local one on 127.0.0.1."
@@ -114,6 +116,14 @@ class DaskExecutor:
             raise ImportError("--executor dask needs Dask distributed: pip install -e \".[cluster]\"") from None
         if scheduler: check_address(scheduler)
         self.scheduler, self.timeout, self.log, self.connect_timeout = scheduler, timeout, log, connect_timeout
+
+    @classmethod
+    def from_options(cls, jobs: int, jobs_given: bool, timeout: float, scheduler: str | None, log=print):
+        "The executor for the batch's options: the cluster's workers decide how many papers run at once, not `jobs`."
+        check_number(jobs, "jobs", minimum=1)
+        if jobs_given: raise ValueError("--jobs is for the local executor; with --executor dask the workers' count and "
+                                        "their --nthreads decide how many papers run at once")
+        return cls(scheduler, timeout, log)
 
     def _client(self):
         if self.scheduler: return connect(self.scheduler, self.connect_timeout), None
@@ -134,8 +144,8 @@ class DaskExecutor:
             me = identity()
             for job in queue:
                 if needs_gpu(job.params) and not gpus:
-                    done(job, Outcome("failed", 0.0, f"{job.slug} asks for a GPU (device {job.params.get('device')}, profile "
-                                      f"{job.params.get('profile')}), but no worker of the cluster at {client.scheduler.address} "
+                    done(job, Outcome("failed", 0.0, f"{job.slug} asks for a GPU (device {job.params.device}, profile "
+                                      f"{job.params.profile}), but no worker of the cluster at {client.scheduler.address} "
                                       "offers one: start a worker with `dask worker ... --resources GPU=1`", [], None))
                     continue
                 fut = client.submit(run_on_worker, job.spec(), job.nb.read_text(encoding="utf-8"), me, self.timeout, cancel,

@@ -14,10 +14,10 @@ from fastcore.basics import AttrDict, patch
 
 # %% auto #0
 __all__ = ['PROFILES', 'CALIBRATION_SEED', 'SETTINGS_DEFAULTS', 'THREAD_ENV', 'KEY_PACKAGES', 'DRY_ENV', 'RESUME_ENV',
-           'project_root', 'check_profile', 'by_profile', 'check_number', 'RunParams', 'read_settings',
-           'resolve_device', 'seed_everything', 'set_pool_threads', 'pool_threads', 'compute_threads', 'parallel_map',
-           'package_versions', 'git_state', 'provenance', 'replicate_seeds', 'RunContext', 'Size', 'declare_sizes',
-           'cell_key', 'grid_cells', 'run_grid']
+           'project_root', 'check_profile', 'by_profile', 'check_number', 'RunParams', 'resolve_data_root',
+           'read_settings', 'resolve_device', 'seed_everything', 'set_pool_threads', 'pool_threads', 'compute_threads',
+           'parallel_map', 'package_versions', 'git_state', 'provenance', 'replicate_seeds', 'RunContext', 'Size',
+           'declare_sizes', 'cell_key', 'grid_cells', 'run_grid']
 
 # %% ../nbs/00_core.ipynb #bde6a852
 def project_root(start: str | Path | None = None) -> Path:
@@ -99,6 +99,16 @@ class RunParams:
     def to_dict(self) -> dict: return asdict(self)
 
 # %% ../nbs/00_core.ipynb #af694e93
+def resolve_data_root(value, base: Path, check: bool = True) -> Path | None:
+    """`value` as an absolute folder (None for none): `~` expanded, a relative path taken from `base` (the working
+    folder for a command-line argument, the project for settings.ini and for a notebook run by hand). `check`: an
+    error names a path that is not a folder."""
+    if value is None or not str(value).strip(): return None
+    p = Path(str(value).strip()).expanduser()
+    p = (p if p.is_absolute() else Path(base) / p).resolve()
+    if check and not p.is_dir(): raise FileNotFoundError(f"data_root {p} does not exist (or is not a folder)")
+    return p
+
 SETTINGS_DEFAULTS = dict(profile="smoke", reports="reports", data_root="", timeout="1800", jobs="1", seed="0")
 
 def read_settings(root: Path | None = None) -> dict:
@@ -120,7 +130,7 @@ def read_settings(root: Path | None = None) -> dict:
     s["timeout"] = check_number(s["timeout"], where("timeout"), float, above=0)
     s["jobs"] = check_number(s["jobs"], where("jobs"), minimum=1)
     s["seed"] = check_number(s["seed"], where("seed"), minimum=0)
-    s["data_root"] = s["data_root"].strip() or None
+    s["data_root"] = str(resolve_data_root(s["data_root"], root, check=False) or "") or None   # from the project
     s["reports"] = (root / s["reports"].strip()).resolve()
     return s
 
@@ -288,11 +298,7 @@ class RunContext:
     def create(cls, slug, *args, **kw):
         "Check the parameters (`RunParams` order), seed everything, apply the thread policy and make `out_dir`."
         p = RunParams(*args, **kw)
-        data_root = None
-        if p.data_root is not None:
-            data_root = Path(p.data_root).expanduser()
-            if not data_root.is_absolute(): data_root = (project_root() / data_root)
-            if not data_root.is_dir(): raise FileNotFoundError(f"data_root {data_root} does not exist (or is not a folder)")
+        data_root = resolve_data_root(p.data_root, project_root()) if p.data_root is not None else None
         # a run with its out_dir (the runner's, on any machine) needs no project folder around it
         out_dir = Path(p.out_dir) if p.out_dir else read_settings(project_root())["reports"] / "_interactive" / slug
         out_dir.mkdir(parents=True, exist_ok=True)

@@ -14,7 +14,7 @@ __all__ = ['VERDICT_CLASS', 'MATHJAX_CONFIG', 'APPENDIX_MARK', 'CITATION', 'PAGE
            'VERDICT_FILTER', 'esc', 'when', 'mathjax_dir', 'mathjax_source', 'to_appendix', 'is_test_only',
            'cite_values', 'prepare_notebook', 'notebook_css', 'NotebookRenderer', 'tally_html', 'value_html',
            'labelled_html', 'claim_card', 'claims_sections_html', 'gates_html', 'data_banner', 'paper_header',
-           'render_cells', 'run_values', 'contents_html', 'report_page', 'collection_table']
+           'render_cells', 'run_values', 'contents_html', 'report_page', 'collection_table', 'index_page']
 
 # %% ../nbs/12_render.ipynb #7e31cbd1
 def esc(s) -> str:
@@ -507,3 +507,16 @@ def collection_table(rows: list[dict], href_of, runs_href=None) -> str:
                    f'<td>{esc(r["device"])}</td><td>{secs}</td><td>{esc(word)}<br>{esc(when(r["finished"]))}{_runs(r, runs_href)}</td></tr>')
     return (VERDICT_FILTER + '<table class="grid collection"><thead><tr><th>paper</th><th>venue</th><th>data</th><th>verdicts</th><th>profile</th>'
             f'<th>device</th><th>run time</th><th>last run</th></tr></thead><tbody>{"".join(trs)}</tbody></table>')
+
+# %% ../nbs/12_render.ipynb #12d041ca
+def index_page(rows: list[dict], runs: str = "runs") -> str:
+    """reports/index.html: the collection table in a small page, each row linking to the paper's shown report and its
+    kept runs under `runs`/<slug>/<run>/."""
+    table = collection_table(rows, lambda r: f"{r['slug']}/report.html" if r["has_report"] else None,
+                             lambda r, tag: f"{runs}/{r['slug']}/{tag}/report.html")
+    return f"""<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>paperlib — the collection</title>
+<style>body{{font-family:system-ui,sans-serif;margin:2em;color:#222}}{PAGE_CSS}</style></head><body>
+<h1>paperlib</h1><p>{len(rows)} paper(s). Verdicts: {TALLY_LEGEND}. "embedded" data is a proxy shipped with paperlib: it
+tests the direction of the paper's effects, not its absolute numbers.</p>
+{table}</body></html>
+"""

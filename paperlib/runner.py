@@ -4,24 +4,21 @@
 
 # %% ../nbs/07_runner.ipynb #2fed16a2
 from __future__ import annotations
-import os, re, sys, ast, json, time, shutil, signal, hashlib, tempfile, threading, subprocess, traceback, contextlib
-from dataclasses import dataclass, field, asdict, replace, fields
+import os, re, json, time, shutil, signal, threading, contextlib, importlib
+from dataclasses import dataclass, asdict, replace
 from pathlib import Path
-from importlib import metadata
 
-from .core import project_root, read_settings, RunParams, THREAD_ENV, check_number, CALIBRATION_SEED, RESUME_ENV, DRY_ENV
-from .report import write_json, COUNTED, INFORMATIONAL, KEEP
-from .data import fingerprint_real
-from .collection import (paper_notebooks, check_papers, paper_meta, code_cells, read_nb, read_manifest,
-                                 read_claims, record_status, collection_rows)
-from .render import report_page, collection_table, esc, PAGE_CSS, TALLY_LEGEND
+from .core import project_root, read_settings, RunParams, check_number, CALIBRATION_SEED, DRY_ENV, resolve_data_root
+from .collection import paper_notebooks, check_papers, read_manifest, record_status, collection_rows
+from .report import COUNTED, INFORMATIONAL
+from .render import index_page
+from .cache import cache_key, packages_digest
+from .job import Job, Outcome, run_child
 
 # %% auto #0
-__all__ = ['KERNEL_PREFIX', 'RUNS', 'batch_params', 'imported_modules', 'packages_digest', 'code_digest', 'dataset_fingerprints',
-           'gpu_visible', 'cache_key', 'cell_seconds', 'execute_paper', 'withhold_outputs', 'write_report',
-           'error_text', 'child_main', 'Job', 'Outcome', 'PaperRun', 'run_tag', 'kept_run', 'may_show', 'show_run',
-           'plan', 'finish', 'die_with_parent', 'run_child', 'Interrupted', 'LocalExecutor', 'reproduce',
-           'make_executor', 'write_index', 'format_table', 'tally_text', 'summary']
+__all__ = ['RUNS', 'EXECUTORS', 'batch_params', 'PaperRun', 'run_tag', 'kept_run', 'may_show', 'show_run', 'plan', 'finish',
+           'Interrupted', 'LocalExecutor', 'reproduce', 'make_executor', 'write_index', 'format_table', 'tally_text',
+           'summary']
 
 # %% ../nbs/07_runner.ipynb #d8189760
 def batch_params(cfg: dict, **given) -> RunParams:
@@ -34,204 +31,10 @@ def batch_params(cfg: dict, **given) -> RunParams:
     seed = CALIBRATION_SEED if given.get("blind") else cfg["seed"]
     base = dict(profile=cfg["profile"], seed=seed, data_root=cfg["data_root"])
     p = RunParams(**{**base, **{k: v for k, v in given.items() if v is not None}})
-    if p.data_root:
-        d = Path(p.data_root).expanduser().resolve()
-        if not d.is_dir(): raise FileNotFoundError(f"data_root {d} does not exist (or is not a folder)")
-        p = replace(p, data_root=str(d))
-    return p
-
-# %% ../nbs/07_runner.ipynb #1a1b6f84
-def _sha(*parts) -> str:
-    h = hashlib.sha256()
-    for p in parts: h.update(p if isinstance(p, bytes) else json.dumps(p, sort_keys=True, default=str).encode()); h.update(b"\0")
-    return h.hexdigest()
-
-_IMPORT_RE = re.compile(r"^\s*(?:from|import)\s+(paperlib(?:\.\w+)*)", re.M)
-
-def _pkg_dir() -> Path:
-    import paperlib
-    return Path(paperlib.__file__).resolve().parent
-
-def imported_modules(sources: list[str], pkg_dir: Path | None = None) -> list[Path]:
-    "Files of the paperlib modules that `sources` import, followed transitively."
-    pkg_dir = pkg_dir or _pkg_dir()
-    todo, seen = [m for s in sources for m in _IMPORT_RE.findall(s)], {}
-    while todo:
-        mod = todo.pop()
-        parts = mod.split(".")[1:]
-        for cand in ([pkg_dir.joinpath(*parts).with_suffix(".py")] if parts else []) + [pkg_dir.joinpath(*parts, "__init__.py")]:
-            if cand.exists() and cand not in seen:
-                seen[cand] = True
-                tree = ast.parse(cand.read_text(encoding="utf-8"))
-                for node in ast.walk(tree):
-                    if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("paperlib"):
-                        todo.append(node.module); todo += [f"{node.module}.{a.name}" for a in node.names]
-                    elif isinstance(node, ast.ImportFrom) and node.level and node.module is None:
-                        todo += [f"paperlib.{a.name}" for a in node.names]
-                    elif isinstance(node, ast.ImportFrom) and node.level:
-                        todo.append(f"paperlib.{node.module}")
-                    elif isinstance(node, ast.Import):
-                        todo += [a.name for a in node.names if a.name.startswith("paperlib")]
-                break
-    return sorted(seen)
-
-def packages_digest() -> str:
-    "Hash of every installed distribution's name and version, paperlib itself excluded (its code is hashed by file)."
-    return _sha(sorted(f"{(d.metadata['Name'] or '').lower()}=={d.version}" for d in metadata.distributions()
-                       if (d.metadata["Name"] or "").lower() != "paperlib"))
-
-def code_digest() -> str:
-    "Hash of the installed paperlib package's source files: what must be equal on every machine of a batch."
-    pkg = _pkg_dir()
-    return _sha(sorted((p.relative_to(pkg).as_posix(), _sha(p.read_bytes())) for p in pkg.rglob("*.py")))[:16]
-
-def dataset_fingerprints(data_root: str | Path | None, folders: list[str]) -> dict | None:
-    "folder -> content fingerprint (or 'absent') of each dataset folder under `data_root` (None without a data root)."
-    if not data_root: return None
-    return {f: fingerprint_real(Path(data_root) / f) if (Path(data_root) / f).is_dir() else "absent" for f in folders}
-
-def gpu_visible() -> bool:
-    "Whether this machine shows an NVIDIA GPU, without importing torch (the cache check must stay fast)."
-    return Path("/dev/nvidia0").exists() or Path("/proc/driver/nvidia").exists()
-
-def cache_key(nb: Path, params: dict, pkg_digest: str | None = None) -> tuple[str, dict]:
-    "The key and its parts for running notebook `nb` with `params` (out_dir and threads excluded)."
-    sources = code_cells(nb)
-    p = {k: v for k, v in params.items() if k not in ("out_dir", "threads")}
-    parts = dict(code=_sha(sources), params=_sha(p),
-                 modules={m.name: _sha(m.read_bytes())[:16] for m in imported_modules(sources)},
-                 data=dataset_fingerprints(p.get("data_root"), paper_meta(nb)["datasets"]),
-                 packages=pkg_digest or packages_digest(),
-                 gpu=gpu_visible() if p.get("device", "auto") == "auto" else None)
-    return _sha(parts), parts
-
-# %% ../nbs/07_runner.ipynb #32b96163
-KERNEL_PREFIX = "paperlib-kernel-"
-
-def _ipc_kernel_manager(kdir: str):
-    from jupyter_client.manager import AsyncKernelManager
-    class IPCKernelManager(AsyncKernelManager):
-        "A kernel manager whose kernel listens on IPC sockets in a private folder: no TCP port to race for."
-        def __init__(self, **kw):
-            super().__init__(**kw)
-            self.transport = "ipc"
-            self.ip = os.path.join(kdir, "k")
-    return IPCKernelManager
-
-def cell_seconds(nb: dict) -> float:
-    "Sum of papermill's per-cell durations in an executed notebook."
-    return sum((c.get("metadata", {}).get("papermill", {}).get("duration") or 0) for c in nb["cells"])
-
-def execute_paper(slug: str, nb: Path, out_dir: Path, params: dict, log=print) -> dict:
-    "Execute `nb` with `params` into `out_dir` (papermill, fresh kernel); return the run's facts."
-    import papermill as pm
-    out_dir = Path(out_dir); out_dir.mkdir(parents=True, exist_ok=True)
-    executed = out_dir / f"{slug}.ipynb"
-    n_code = len(code_cells(nb)) + 1  # papermill adds the injected-parameters cell
-    t0, done, last = time.time(), [0], [0.0]
-    def on_cell(cell=None, **kw):
-        "Progress: a line per code cell, at most one every 2 s, and always the last."
-        if cell is None or cell.get("cell_type") != "code": return
-        done[0] += 1
-        now = time.time() - t0
-        if now - last[0] >= 2 or done[0] == n_code:
-            last[0] = now
-            log(f"[{slug}] code cell {done[0]}/{n_code} done ({now:.0f}s)")
-    kdir = tempfile.mkdtemp(prefix=f"{KERNEL_PREFIX}{os.getpid()}-")
-    try:
-        pm.execute_notebook(str(nb), str(executed), parameters={**params, "out_dir": str(out_dir)},
-                            kernel_name="python3", language="python", progress_bar=False, cwd=str(nb.parent),
-                            kernel_manager_class=_ipc_kernel_manager(kdir), on_cell_executed=on_cell)
-    finally: shutil.rmtree(kdir, ignore_errors=True)
-    wall = time.time() - t0
-    return dict(wall_s=round(wall, 2), cells_s=round(cell_seconds(read_nb(executed)), 2),
-                overhead_s=round(wall - cell_seconds(read_nb(executed)), 2))
-
-def withhold_outputs(executed: Path):
-    """Clear every output of a blinded calibration run's notebook except the displays marked `KEEP` (the data, the
-    gates, the plan, training curves, the blinded claims)."""
-    nb = read_nb(executed)
-    for c in nb["cells"]:
-        if c.get("cell_type") == "code":
-            c["outputs"] = [o for o in c.get("outputs", []) if (o.get("metadata") or {}).get("paperlib") == KEEP["paperlib"]]
-    executed.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-
-def write_report(out_dir: Path, slug: str, meta: dict, error: str | None = None) -> Path | None:
-    "Render out_dir/report.html from the executed notebook, its manifest and claims (a failed run shows its error first)."
-    out_dir = Path(out_dir)
-    executed = out_dir / f"{slug}.ipynb"
-    if not executed.exists(): return None
-    manifest, claims = read_manifest(out_dir.parent, out_dir.name), read_claims(out_dir.parent, out_dir.name)
-    notice = (f'<div class="banner failed"><b>This run failed</b>: <code>{esc(error.splitlines()[0])}</code> '
-              "The cells below show where it broke.</div>") if error else ""
-    html_path = out_dir / "report.html"
-    html_path.write_text(report_page(executed, meta, manifest, claims, notice), encoding="utf-8")
-    return html_path
-
-def _strip_ansi(s: str) -> str: return re.sub(r"\x1b\[[0-9;]*m", "", s)
-
-def error_text(e: BaseException) -> tuple[str, str]:
-    "(message, traceback) of an error, the notebook's own when papermill raised it: the whole message, never its last line."
-    if type(e).__name__ == "PapermillExecutionError":
-        return f"{e.ename}: {_strip_ansi(str(e.evalue))}", _strip_ansi("\n".join(e.traceback))
-    return f"{type(e).__name__}: {e}", traceback.format_exc()
-
-# %% ../nbs/07_runner.ipynb #1407bb90
-def child_main(spec_path: str) -> int:
-    "Run the job described in `spec_path` (JSON: slug, nb, out_dir, params, key, parts); 0 when it succeeded."
-    spec = json.loads(Path(spec_path).read_text())
-    die_with_parent(spec.get("parent"))
-    out, slug = Path(spec["out_dir"]), spec["slug"]
-    meta = paper_meta(Path(spec["nb"]))
-    blind = bool(spec["params"].get("blind"))
-    # finished grid cells (ctx.grid) are kept here until the run succeeds: a killed run of the same code, parameters
-    # and data resumes from them; the folder is named by the run's cache key, so a changed notebook starts afresh
-    resume = out.parent.parent / ".resume" / slug / spec["key"][:16]
-    os.environ[RESUME_ENV] = str(resume)
-    try:
-        try: facts = execute_paper(slug, Path(spec["nb"]), out, spec["params"], log=lambda m: print(m, flush=True))
-        finally:
-            if blind and (out / f"{slug}.ipynb").exists(): withhold_outputs(out / f"{slug}.ipynb")
-        if not (out / "manifest.json").exists():
-            raise RuntimeError("the notebook finished without writing manifest.json (it must end with rep.finish())")
-        m = json.loads((out / "manifest.json").read_text())
-        m.update(status="ok", notebook=f"{slug}.ipynb", html="report.html",
-                 runner=dict(facts, cache_key=spec["key"], cache_parts=spec["parts"], code=code_digest()))
-        write_json(out / "manifest.json", m)
-        write_report(out, slug, meta)          # a citation of a value the run did not record stops here, named
-        shutil.rmtree(resume.parent, ignore_errors=True)
-    except Exception as e:
-        msg, tb = error_text(e)
-        if blind: tb = "(the traceback of a blinded calibration run is withheld: it may show outcomes)"
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "error.txt").write_text(msg + "\n\n" + tb + "\n", encoding="utf-8")
-        with contextlib.suppress(Exception): write_report(out, slug, meta, msg)
-        return 1
-    return 0
+    # settings.ini's data root is already absolute (from the project); one given here is from the working folder
+    return replace(p, data_root=str(resolve_data_root(p.data_root, Path.cwd()))) if p.data_root else p
 
 # %% ../nbs/07_runner.ipynb #59c74163
-@dataclass
-class Job:
-    "One paper to run: what, with which parameters, and where its staging folder is."
-    slug: str
-    nb: Path
-    params: dict
-    key: str
-    parts: dict
-    staging: Path
-
-    def spec(self) -> dict:
-        return dict(slug=self.slug, nb=str(self.nb), out_dir=str(self.staging), params=self.params, key=self.key, parts=self.parts)
-
-@dataclass
-class Outcome:
-    "How a job ended."
-    status: str                      # ok | failed | timeout | interrupted
-    seconds: float
-    error: str | None = None
-    log: list = field(default_factory=list)
-    worker: str | None = None
-
 @dataclass
 class PaperRun:
     "What happened to one paper in a batch."
@@ -249,11 +52,11 @@ def _staging(reports: Path, slug: str) -> Path:
 
 RUNS = "runs"   # reports/runs/<slug>/<profile>-seed<seed>/: every good run kept, one folder per profile and seed
 
-def run_tag(params: dict) -> str:
+def run_tag(params: RunParams) -> str:
     "The folder a run is kept in under reports/runs/<slug>/: its profile and seed, e.g. `smoke-seed0`."
-    return f"{params['profile']}-seed{params['seed']}"
+    return f"{params.profile}-seed{params.seed}"
 
-def kept_run(reports: Path, slug: str, params: dict) -> Path:
+def kept_run(reports: Path, slug: str, params: RunParams) -> Path:
     return Path(reports) / RUNS / slug / run_tag(params)
 
 def may_show(profile: str | None, shown: dict | None) -> bool:
@@ -284,17 +87,16 @@ def plan(slugs: list[str], params: RunParams, reports: Path, root: Path, force: 
     """(cached runs, jobs to run): a paper is cached when its key equals that of its kept run of the same profile and
     seed; a cached run is shown again in reports/<slug>/ (as a new run would be)."""
     nbs, pkgs, runs, jobs = paper_notebooks(root), packages_digest(), {}, []
-    p = {k: v for k, v in params.to_dict().items() if k != "out_dir"}
     for s in slugs:
-        key, parts = cache_key(nbs[s], p, pkgs)
-        kept = kept_run(reports, s, p)
+        key, parts = cache_key(nbs[s], params.to_dict(), pkgs)
+        kept = kept_run(reports, s, params)
         m = read_manifest(kept.parent, kept.name)
         if not force and m and (m.get("runner") or {}).get("cache_key") == key and m.get("status") == "ok" \
                 and (kept / "report.html").exists():
             runs[s] = PaperRun(s, "cached", 0.0, None, m.get("verdicts"))
             show_run(reports, s, kept)
             log(f"[{s}] unchanged since {time.strftime('%Y-%m-%d %H:%M', time.localtime(m.get('finished', 0)))}: cached")
-        else: jobs.append(Job(s, nbs[s], p, key, parts, _staging(reports, s)))
+        else: jobs.append(Job(s, nbs[s], params, key, parts, _staging(reports, s)))
     return runs, jobs
 
 @contextlib.contextmanager
@@ -335,70 +137,10 @@ def finish(reports: Path, job: Job, out: Outcome, log=print) -> PaperRun:
                 f"report in {job.slug}/ stays on the index")
     else: _keep_failed(reports, job, out)
     run = PaperRun(job.slug, out.status, round(out.seconds, 1), out.error, verdicts, out.worker)
-    record_status(reports, job.slug, dict(asdict(run), profile=job.params.get("profile"), when=time.time()))
+    record_status(reports, job.slug, dict(asdict(run), profile=job.params.profile, when=time.time()))
     first = (out.error or "").strip().splitlines()[0] if out.error else ""
     log(f"[{job.slug}] {out.status} in {out.seconds:.1f}s" + (f" on {out.worker}" if out.worker else "") + (f": {first}" if first else ""))
     return run
-
-# %% ../nbs/07_runner.ipynb #99dc112a
-def _kill_tree(proc: subprocess.Popen):
-    import psutil
-    try: parent = psutil.Process(proc.pid)
-    except psutil.NoSuchProcess: return
-    procs = parent.children(recursive=True) + [parent]
-    for p in procs:
-        with contextlib.suppress(psutil.NoSuchProcess): p.terminate()
-    _, alive = psutil.wait_procs(procs, timeout=3)
-    for p in alive:
-        with contextlib.suppress(psutil.NoSuchProcess): p.kill()
-
-def _remove_kernel_dirs(pid: int):
-    for d in Path(tempfile.gettempdir()).glob(f"{KERNEL_PREFIX}{pid}-*"): shutil.rmtree(d, ignore_errors=True)
-
-def die_with_parent(parent_pid: int | None):
-    "Ask the kernel for SIGKILL when this process's parent dies (Linux; elsewhere nothing), and die now if it already has."
-    if parent_pid is None: return
-    with contextlib.suppress(Exception):
-        import ctypes
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG
-    if os.getppid() != parent_pid: os._exit(1)
-
-def _read_error(staging: Path, code: int) -> str:
-    p = staging / "error.txt"
-    if p.exists(): return p.read_text(encoding="utf-8").split("\n\n", 1)[0].strip()
-    return f"the run exited with code {code} without saying why (see log.txt)"
-
-def run_child(job: Job, threads: int, timeout: float, stop: threading.Event, log=print, where: str = "local") -> Outcome:
-    "Run `job` in a child process with `threads` threads and wait: killed at `timeout` s or when `stop` is set."
-    job.params = {**job.params, "threads": threads}
-    spec = job.staging.parent / f"{job.staging.name}.json"
-    spec.write_text(json.dumps({**job.spec(), "parent": os.getpid()}))
-    env = {**os.environ, **THREAD_ENV, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "paperlib.runner", str(spec)], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True)
-    tail: list[str] = []
-    def pump():
-        for line in proc.stdout:
-            tail.append(line.rstrip()); del tail[:-200]
-            if line.startswith(f"[{job.slug}]"): log(line.rstrip())
-    th = threading.Thread(target=pump, daemon=True); th.start()
-    log(f"[{job.slug}] started on {where} ({job.params['profile']} profile, {threads} thread{'s' * (threads > 1)})")
-    t0, status, error = time.time(), None, None
-    try:
-        while proc.poll() is None:
-            if stop.is_set(): status, error = "interrupted", f"interrupted ({getattr(stop, 'reason', 'Ctrl-C')}); the last good report is kept"
-            elif time.time() - t0 > timeout: status, error = "timeout", f"timed out after {timeout:g} s (the notebook timeout)"
-            if status: break
-            stop.wait(0.2)
-    finally:
-        if proc.poll() is None: _kill_tree(proc)
-        th.join(5)
-        _remove_kernel_dirs(proc.pid)
-        spec.unlink(missing_ok=True)
-    if status is None:
-        ok = proc.returncode == 0 and (job.staging / "manifest.json").exists()
-        status, error = ("ok", None) if ok else ("failed", _read_error(job.staging, proc.returncode))
-    return Outcome(status, time.time() - t0, error, list(tail), where)
 
 # %% ../nbs/07_runner.ipynb #e7f0cf45
 class Interrupted(KeyboardInterrupt):
@@ -414,6 +156,12 @@ class LocalExecutor:
     def __init__(self, jobs: int = 1, timeout: float = 1800, log=print):
         self.jobs, self.timeout, self.log = jobs, timeout, log
         self.threads = max(1, (os.cpu_count() or 1) // jobs)
+
+    @classmethod
+    def from_options(cls, jobs: int, jobs_given: bool, timeout: float, scheduler: str | None, log=print):
+        "The executor for the batch's options: `jobs` papers at a time; a scheduler address is not for it."
+        if scheduler: raise ValueError("--scheduler is for --executor dask; the local executor runs on this machine")
+        return cls(check_number(jobs, "jobs", minimum=1), timeout, log)
 
     def run(self, queue: list[Job], done):
         "Run `queue`, calling `done(job, outcome)` (in this thread) as each job ends."
@@ -476,33 +224,21 @@ def reproduce(names=(), *, jobs: int | None = None, force: bool = False, timeout
         write_index(reports, root)
     return [runs[s] for s in slugs if s in runs]
 
+# executors by name, imported when asked for (a cluster's packages are optional); each validates its own options
+EXECUTORS = {"local": "paperlib.runner:LocalExecutor", "dask": "paperlib.cluster:DaskExecutor"}
+
 def make_executor(name: str, jobs: int, jobs_given: bool, timeout: float, scheduler: str | None, log):
-    "The executor `name`: local (this machine) or dask (a Dask cluster; see `paperlib.cluster`)."
-    jobs = check_number(jobs, "jobs", minimum=1)
-    if name == "local":
-        if scheduler: raise ValueError("--scheduler is for --executor dask; the local executor runs on this machine")
-        return LocalExecutor(jobs, timeout, log)
-    if name == "dask":
-        from paperlib.cluster import DaskExecutor
-        if jobs_given: raise ValueError("--jobs is for the local executor; with --executor dask the workers' count and "
-                                        "their --nthreads decide how many papers run at once")
-        return DaskExecutor(scheduler, timeout, log)
-    raise ValueError(f"unknown executor {name!r}; valid executors: local, dask")
+    "The executor registered as `name` in EXECUTORS, made from the batch's options (it says which do not apply)."
+    if name not in EXECUTORS: raise ValueError(f"unknown executor {name!r}; valid executors: {', '.join(EXECUTORS)}")
+    module, cls = EXECUTORS[name].split(":")
+    return getattr(importlib.import_module(module), cls).from_options(jobs, jobs_given, timeout, scheduler, log)
+
 
 # %% ../nbs/07_runner.ipynb #aab2c58d
 def write_index(reports: Path, root: Path | None = None) -> Path:
-    "Write reports/index.html for the collection."
-    rows = collection_rows(reports, root)
-    table = collection_table(rows, lambda r: f"{r['slug']}/report.html" if r["has_report"] else None,
-                             lambda r, tag: f"{RUNS}/{r['slug']}/{tag}/report.html")
-    page = f"""<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>paperlib — the collection</title>
-<style>body{{font-family:system-ui,sans-serif;margin:2em;color:#222}}{PAGE_CSS}</style></head><body>
-<h1>paperlib</h1><p>{len(rows)} paper(s). Verdicts: {TALLY_LEGEND}. "embedded" data is a proxy shipped with paperlib: it
-tests the direction of the paper's effects, not its absolute numbers.</p>
-{table}</body></html>
-"""
+    "Write reports/index.html for the collection (the page is `paperlib.render.index_page`)."
     p = Path(reports) / "index.html"
-    p.write_text(page, encoding="utf-8")
+    p.write_text(index_page(collection_rows(reports, root), RUNS), encoding="utf-8")
     return p
 
 # %% ../nbs/07_runner.ipynb #67f41401
@@ -523,7 +259,3 @@ def summary(runs: list[PaperRun]) -> str:
     return format_table([[r.slug, r.status, f"{r.seconds:.1f}s", tally_text(r.verdicts), r.worker or "",
                           ((r.error or "").splitlines() or [""])[0][:100]] for r in runs],
                         ["paper", "status", "time", "re/not/inc/n.c. (+info)", "where", "error"])
-
-# %% ../nbs/07_runner.ipynb #e90e1596
-if __name__ == "__main__" and len(sys.argv) == 2 and sys.argv[1].endswith(".json"):
-    sys.exit(child_main(sys.argv[1]))

@@ -130,7 +130,7 @@ def _tiny_dataset_writer(slug):
 @pytest.mark.parametrize("slug", PAPERS)
 def test_cache_key_follows_every_data_file(slug, tmp_path, monkeypatch):
     "Overwrite any one file of the paper's tiny real dataset with other bytes of the same size: the cache key changes."
-    from paperlib.runner import cache_key
+    from paperlib.cache import cache_key
     write = _tiny_dataset_writer(slug)
     if write is None: pytest.skip(f"tests/test_{slug}.py writes no tiny dataset")
     monkeypatch.setenv("PAPERLIB_CACHE", str(tmp_path / "cache"))
