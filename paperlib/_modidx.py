@@ -1638,6 +1638,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                  'paperlib.render.collection_table': ('render.html#collection_table', 'paperlib/render.py'),
                                  'paperlib.render.contents_html': ('render.html#contents_html', 'paperlib/render.py'),
                                  'paperlib.render.data_banner': ('render.html#data_banner', 'paperlib/render.py'),
+                                 'paperlib.render.data_root_unused': ('render.html#data_root_unused', 'paperlib/render.py'),
                                  'paperlib.render.esc': ('render.html#esc', 'paperlib/render.py'),
                                  'paperlib.render.gates_html': ('render.html#gates_html', 'paperlib/render.py'),
                                  'paperlib.render.index_page': ('render.html#index_page', 'paperlib/render.py'),

@@ -293,6 +293,7 @@ class RunContext:
     timings: dict = field(default_factory=dict)
     plan_items: dict = field(default_factory=dict)   # the sizes declared with `ctx.sizes`, for the report's plan table
     dry_run: bool = False        # a full-profile dry run: full-size models, each loop a few steps (see `Size.dry`)
+    looked_for: dict = field(default_factory=dict)   # dataset folder -> where it was found under data_root (None: absent)
 
     @classmethod
     def create(cls, slug, *args, **kw):
@@ -334,6 +335,8 @@ class RunContext:
         "`<data_root>/<folder>` when this run's data root holds it, else None (the paper runs on its embedded default)."
         if self.data_root is None: return None
         p = self.data_root / folder
+        # kept for the report and the batch summary: a data root that holds none of a paper's folders is said aloud
+        self.looked_for[folder] = str(p) if p.is_dir() else None
         if p.is_dir(): return p
         print(f"no {folder}/ under data_root {self.data_root}: this paper runs on its embedded default")
         return None

@@ -13,8 +13,9 @@ from .report import COUNTED, INFORMATIONAL, VERDICTS, REPRODUCED, NOT_REPRODUCED
 __all__ = ['VERDICT_CLASS', 'MATHJAX_CONFIG', 'APPENDIX_MARK', 'CITATION', 'PAGE_CSS', 'CI_BANNER', 'DRY_BANNER', 'TALLY_LEGEND',
            'VERDICT_FILTER', 'esc', 'when', 'mathjax_dir', 'mathjax_source', 'to_appendix', 'is_test_only',
            'cite_values', 'prepare_notebook', 'notebook_css', 'NotebookRenderer', 'tally_html', 'value_html',
-           'labelled_html', 'claim_card', 'claims_sections_html', 'gates_html', 'data_banner', 'paper_header',
-           'render_cells', 'run_values', 'contents_html', 'report_page', 'collection_table', 'index_page']
+           'labelled_html', 'claim_card', 'claims_sections_html', 'gates_html', 'data_root_unused', 'data_banner',
+           'paper_header', 'render_cells', 'run_values', 'contents_html', 'report_page', 'collection_table',
+           'index_page']
 
 # %% ../nbs/12_render.ipynb #7e31cbd1
 def esc(s) -> str:
@@ -347,9 +348,20 @@ def gates_html(gates: list[dict]) -> str:
                 f'<b>{esc(g.get("id"))}</b> <span class="nc">({esc(kind)})</span>{changed}: {esc(g.get("text"))}</summary>{detail}</details></li>')
     return f'<div class="gates"><b>Gates</b> (preconditions of the claims that name them; open one for its rule and numbers):<ul>{"".join(map(one, gates))}</ul></div>'
 
-def data_banner(data: dict | None) -> str:
-    "Which data the run used; for the embedded default, that its numbers are a proxy."
+def data_root_unused(manifest: dict | None) -> str:
+    """When a run was given a data root but used its embedded default: a sentence naming the root and the folders it
+    looked for there ('' otherwise). The batch summary and the report's first screen both say it."""
+    m = manifest or {}
+    root = (m.get("parameters") or {}).get("data_root")
+    if not root or (m.get("data") or {}).get("kind") == "real": return ""
+    looked = [f"{f}/" for f, where in (m.get("data_looked_for") or {}).items() if not where]
+    return (f"data root {root} was given, but the run used its embedded default"
+            + (f": none of {', '.join(looked)} is there" if looked else ""))
+
+def data_banner(data: dict | None, manifest: dict | None = None) -> str:
+    "Which data the run used; for the embedded default, that its numbers are a proxy (and a data root it did not use)."
     if not data: return '<div class="banner"><b>No run yet.</b></div>'
+    unused = data_root_unused(manifest)
     kind = data.get("kind", "")
     if kind == "real":
         text = f'<b>Data: real — {esc(data.get("name"))}</b> at <code>{esc(data.get("root"))}</code>. {esc(data.get("description"))}'
@@ -357,7 +369,8 @@ def data_banner(data: dict | None) -> str:
         text = (f'<b>Data: embedded default — {esc(data.get("name"))}</b>. {esc(data.get("description"))} <i>A proxy for the '
                 "paper's data: its numbers show whether the paper's effects appear (direction and significance); they are "
                 "not comparable to the paper's absolute numbers.</i>")
-    return f'<div class="banner {esc(kind)}">{text} <span class="nc">Fingerprint <code>{esc(data.get("fingerprint"))}</code>.</span></div>'
+    return (f'<div class="banner {esc(kind)}">' + (f"<b>The {esc(unused)}.</b> " if unused else "")
+            + f'{text} <span class="nc">Fingerprint <code>{esc(data.get("fingerprint"))}</code>.</span></div>')
 
 def _headline(counts: dict | None, gates: list[dict], profile: str | None) -> str:
     "One line above the tally when this run decided none of the paper's claims, saying why."
@@ -391,7 +404,7 @@ def paper_header(meta: dict, manifest: dict | None, claims: dict | None, notice:
     return (f'<header class="paper-head"><h1>{esc(meta.get("title"))}</h1><p class="venue">{esc(meta.get("venue"))}</p>'
             + (f'<p class="authors">{esc(meta.get("authors"))}</p>' if meta.get("authors") else "")
             + (f'<p>{esc(meta.get("description"))}</p>' if meta.get("description") else "")
-            + notice + (data_banner(m.get("data")) if manifest else "")
+            + notice + (data_banner(m.get("data"), m) if manifest else "")
             + (DRY_BANNER if m.get("dry_run") else CI_BANNER if m.get("profile") == "ci"
                else _headline(counts, cl.get("gates") or [], m.get("profile")))
             + (f'<p class="tally"><b>{esc(tested)}</b>: {tally_html(counts)}'

@@ -11,7 +11,7 @@ from pathlib import Path
 from .core import project_root, read_settings, RunParams, check_number, CALIBRATION_SEED, DRY_ENV, resolve_data_root
 from .collection import paper_notebooks, check_papers, read_manifest, record_status, collection_rows
 from .report import COUNTED, INFORMATIONAL
-from .render import index_page
+from .render import index_page, data_root_unused
 from .cache import cache_key, packages_digest
 from .job import Job, Outcome, run_child
 
@@ -44,6 +44,7 @@ class PaperRun:
     error: str | None = None
     verdicts: dict | None = None
     worker: str | None = None
+    data_note: str = ""              # a data root given but not used: the folders looked for
 
 def _staging(reports: Path, slug: str) -> Path:
     d = Path(reports) / ".staging" / f"{slug}-{os.getpid()}-{time.time_ns()}"
@@ -126,9 +127,10 @@ def _keep_failed(reports: Path, job: Job, out: Outcome):
 
 def finish(reports: Path, job: Job, out: Outcome, log=print) -> PaperRun:
     "Make a job's outcome permanent: swap in the good report or keep the failed attempt; record the status."
-    verdicts = None
+    verdicts, note = None, ""
     if out.status == "ok":
-        verdicts = json.loads((job.staging / "manifest.json").read_text()).get("verdicts")
+        manifest = json.loads((job.staging / "manifest.json").read_text())
+        verdicts, note = manifest.get("verdicts"), data_root_unused(manifest)
         kept = kept_run(reports, job.slug, job.params)
         kept.parent.mkdir(parents=True, exist_ok=True)
         _swap_in(job.staging, kept)
@@ -136,7 +138,7 @@ def finish(reports: Path, job: Job, out: Outcome, log=print) -> PaperRun:
             log(f"[{job.slug}] a ci run: kept in {kept.relative_to(reports)}/, the {read_manifest(reports, job.slug)['profile']} "
                 f"report in {job.slug}/ stays on the index")
     else: _keep_failed(reports, job, out)
-    run = PaperRun(job.slug, out.status, round(out.seconds, 1), out.error, verdicts, out.worker)
+    run = PaperRun(job.slug, out.status, round(out.seconds, 1), out.error, verdicts, out.worker, note)
     record_status(reports, job.slug, dict(asdict(run), profile=job.params.profile, when=time.time()))
     first = (out.error or "").strip().splitlines()[0] if out.error else ""
     log(f"[{job.slug}] {out.status} in {out.seconds:.1f}s" + (f" on {out.worker}" if out.worker else "") + (f": {first}" if first else ""))
@@ -255,7 +257,8 @@ def tally_text(v: dict | None) -> str:
     return "/".join(str(v.get(k, 0)) for k in COUNTED) + (f" (+{v[INFORMATIONAL]})" if v.get(INFORMATIONAL) else "")
 
 def summary(runs: list[PaperRun]) -> str:
-    "The table printed at the end of a batch."
-    return format_table([[r.slug, r.status, f"{r.seconds:.1f}s", tally_text(r.verdicts), r.worker or "",
-                          ((r.error or "").splitlines() or [""])[0][:100]] for r in runs],
-                        ["paper", "status", "time", "re/not/inc/n.c. (+info)", "where", "error"])
+    "The table printed at the end of a batch, and under it each paper that was given a data root but did not use it."
+    table = format_table([[r.slug, r.status, f"{r.seconds:.1f}s", tally_text(r.verdicts), r.worker or "",
+                           ((r.error or "").splitlines() or [""])[0][:100]] for r in runs],
+                         ["paper", "status", "time", "re/not/inc/n.c. (+info)", "where", "error"])
+    return table + "".join(f"\n{r.slug}: the {r.data_note}" for r in runs if r.data_note)

@@ -75,6 +75,18 @@ def test_new_paper_reads_real_data(scratch_repo, tmp_path):
     m = json.loads((reports / "demo_paper/manifest.json").read_text())
     assert m["data"]["kind"] == "real" and m["data"]["params"]["rows"] == 3
 
+def test_a_data_root_without_the_papers_folder_is_said_aloud(scratch_repo, tmp_path):
+    "Given a data root that holds none of its folders, the paper runs on its embedded default and the batch summary "
+    "and the report's first screen say so, naming the folder it looked for."
+    (tmp_path / "data").mkdir(); reports = tmp_path / "reports"
+    r = in_copy(scratch_repo, BIN / "python", "-c",
+                "from pathlib import Path; from paperlib.runner import reproduce, summary; "
+                f"print(summary(reproduce(['demo_paper'], profile='ci', data_root={str(tmp_path / 'data')!r}, "
+                f"reports=Path({str(reports)!r}), log=lambda m: None)))")
+    said = f"demo_paper: the data root {tmp_path / 'data'} was given, but the run used its embedded default: none of demo_paper/ is there"
+    assert said in r.stdout, r.stdout[-2000:] + r.stderr[-2000:]
+    assert "none of demo_paper/ is there" in (reports / "demo_paper/report.html").read_text()
+
 def test_full_profile_dry_run(scratch_repo):
     """`--profile full --dry-run` runs the full profile's code with every declared size at its dry value, into
     reports/dry-run/, and says on the first screen that its verdicts mean nothing; other profiles are refused."""
