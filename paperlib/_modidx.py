@@ -1685,6 +1685,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                  'paperlib.report.Report.table': ('report.html#report.table', 'paperlib/report.py'),
                                  'paperlib.report.Report.value': ('report.html#report.value', 'paperlib/report.py'),
                                  'paperlib.report.Value': ('report.html#value', 'paperlib/report.py'),
+                                 'paperlib.report._by_replicate': ('report.html#_by_replicate', 'paperlib/report.py'),
                                  'paperlib.report._gate_words': ('report.html#_gate_words', 'paperlib/report.py'),
                                  'paperlib.report._is_block': ('report.html#_is_block', 'paperlib/report.py'),
                                  'paperlib.report._md': ('report.html#_md', 'paperlib/report.py'),

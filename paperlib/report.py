@@ -520,13 +520,17 @@ class Report:
 # %% ../nbs/05_report.ipynb #2124fdb1
 def _slug(s) -> str: return re.sub(r"[^a-z0-9]+", "_", str(s).lower()).strip("_")
 
+def _by_replicate(v) -> bool:
+    "{replicate seed: ...}: a dict whose keys are all replicate seeds (digits)."
+    return isinstance(v, dict) and len(v) >= 1 and all(str(k).isdigit() for k in v)
+
 def _is_block(v) -> bool:
-    "{replicate seed: number} over two or more replicates."
-    return (isinstance(v, dict) and len(v) >= 2 and all(str(k).isdigit() for k in v)
-            and all(isinstance(x, (int, float)) and not isinstance(x, bool) and x is not None for x in v.values()))
+    "{replicate seed: number}."
+    return _by_replicate(v) and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v.values())
 
 def claim_values(id: str, ours, cell: int | None = None, limit: int = 40) -> dict[str, Value]:
-    "The numbers of claim `id`'s `ours` (JSON-safe) as Values named ours_<claim>[_<label>...]; at most `limit`."
+    """The numbers of claim `id`'s `ours` (JSON-safe) as Values named ours_<claim>[_<label>...]; at most `limit`. Replicate
+    seeds never enter a name: a block {seed: number} is one value (its mean, per replicate), {seed: {label: x}} one per label."""
     out = {}
     def walk(v, name, depth):
         if len(out) >= limit or name in out: return
@@ -535,6 +539,11 @@ def claim_values(id: str, ours, cell: int | None = None, limit: int = 40) -> dic
         elif _is_block(v):
             xs = [float(x) for x in v.values()]
             out[name] = Value(name, float(np.mean(xs)), per_replicate=xs, cell=cell)
+        elif _by_replicate(v) and all(isinstance(x, dict) for x in v.values()):
+            # {seed: {label: ...}} read as {label: {seed: ...}}: names never carry a run's replicate seeds, so two runs
+            # at different seeds name the same numbers alike
+            for k in dict.fromkeys(k for x in v.values() for k in x):
+                walk({s: x[k] for s, x in v.items() if k in x}, f"{name}_{_slug(k)}" if _slug(k) else name, depth)
         elif isinstance(v, dict) and depth < 3:
             for k, x in v.items(): walk(x, f"{name}_{_slug(k)}" if _slug(k) else name, depth + 1)
     walk(ours, f"ours_{_slug(id)}", 0)
