@@ -189,7 +189,7 @@ _CUB_PCT = dict(Black=21.2, Grey=19.2, Brown=18.1, Yellow=13.7, White=13.4, Blue
                 Iridescent=0.5, Olive=0.5, Green=0.4)                                    # Table 3: sums to 100.1
 COLOUR_SHARES = {k: v / sum(_CUB_PCT.values()) for k, v in _CUB_PCT.items()}
 THICKNESS_TAU = dict(I=0.62, II=0.50, III=0.38, IV=0.26, V=0.16, VI=0.07)
-CELEBA_THICK_SHIFT = 0.0        # the CelebA-like difficulty knob (issue 28): how much thicker levels IV-VI are drawn (set by the blind calibration)
+CELEBA_THICK_SHIFT = 0.06       # the CelebA-like difficulty knob (issue 28): how much thicker levels IV-VI are drawn (set by the blind calibration)
 COLOUR_RENDER = dict(zip(COLOUR_SHARES, [(t, w) for t in ("plain", "faint", "inverted", "blurred") for w in ("normal", "thin", "thick")]))
 LFW_RENDER = dict(plain=("plain", "normal"), thick=("plain", "thick"), faint=("faint", "normal"), inverted=("inverted", "normal"))
 CELEBA_RENDER = {k: ("plain", k) for k in CELEBA_SHARES}
