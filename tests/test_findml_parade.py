@@ -21,7 +21,8 @@ from paperlib.papers.findml_parade import (
     CELEBA_SHARES, LFW_RACES, chance_r1, gate_learned, gate_control, gate_gap_exists, gate_sa_learned, paired_family,
     rule_c1, rule_c2, trend_test, rule_c4, rule_c4b, rule_c5, rule_all_significant, rule_share_significant, rule_direction,
     rule_lenient, rule_probe_lower, rule_c10, rule_not_reduced, c5_implied_ratio, leave_one_seed_out, fragile, make_jobs, knn_purity, ResNet50, load_resnet50,
-    item_gap_values, item_gap_diff, rule_every_comparison)
+    item_gap_values, item_gap_diff, rule_every_comparison, thickness_taus, THICKNESS_TAU, check_part_b_budget, a_probe_backbone,
+    render_attribute, digits_halves)
 
 TINY_CFG = dict(steps=3, batch_size=16, m=2, lr=1e-3, weight_decay=4e-4, xi_lr=1e-3, xi_hidden=16, classifiers=("LR",),
                 device="cpu")
@@ -102,6 +103,31 @@ def test_bad_inputs_are_refused_with_what_is_wrong():
         gap_for_present(dict(rule="reference", reference="White"), {"Asian"}, "LFW")
     with pytest.raises(DataError, match="needs at least 7 training images"):
         control_per_class(np.repeat(np.arange(8), 5))
+    with pytest.raises(ValueError, match=r"thick_shift: 0.3; allowed: a number from 0 to 0.25"):
+        thickness_taus(0.3)
+    with pytest.raises(ValueError, match="steps_b: 0; allowed: a whole number"):
+        check_part_b_budget(0, 0.1)
+    with pytest.raises(ValueError, match="lr_b: -0.1; allowed: a finite learning rate above 0"):
+        check_part_b_budget(1800, -0.1)
+
+
+def test_celeba_ladder_knob_thickens_only_levels_iv_to_vi():
+    taus = thickness_taus(0.06)
+    assert [taus[k] for k in ("I", "II", "III")] == [THICKNESS_TAU[k] for k in ("I", "II", "III")]
+    assert all(taus[k] == pytest.approx(max(THICKNESS_TAU[k] - 0.06, 0.01)) for k in ("IV", "V", "VI"))
+    images, y, tr, te = digits_halves()
+    a = np.array(["II"] * 5 + ["IV"] * 5, dtype=object)
+    x0, x1 = (render_attribute(images[:10], a, "CelebA-like", 0, s) for s in (0.0, 0.06))
+    np.testing.assert_array_equal(x0[:5], x1[:5])                     # level II unchanged
+    assert x1[5:].sum() > x0[5:].sum()                                # level IV drawn thicker
+
+
+def test_sa_gate_reads_the_baseline_not_the_method():
+    assert a_probe_backbone(dict(part="B", arm="standard")) and not a_probe_backbone(dict(part="B", arm="PARADE"))
+    assert not a_probe_backbone(dict(part="grid", arm="PARADE"))
+    b = digits_attr_bench("LFW-like", 0)
+    r = run_attr_job(b, dict(method="Margin·D", arm="standard", alpha=0.0, rho=0.0, seed=1), TINY_CFG)
+    assert 0 <= r["probe_psi"] <= 1 and "probe_sa" not in r
 
 
 def test_ita_categories_follow_table_23():

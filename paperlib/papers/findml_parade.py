@@ -26,20 +26,21 @@ from ..report import rule_outcome
 
 # %% auto #0
 __all__ = ['METHODS', 'LOSS_PARAMS', 'MINER_PARAMS', 'LOSS_LR', 'GAP_RULE_CLASS', 'LFW_SHARES', 'CELEBA_SHARES', 'COLOUR_SHARES',
-           'THICKNESS_TAU', 'COLOUR_RENDER', 'LFW_RENDER', 'CELEBA_RENDER', 'VARIANTS', 'SWEEP', 'FOLDERS',
-           'WEIGHTS_FOLDER', 'WEIGHTS_FILE', 'CUB_IMAGES', 'CUB_LABELS', 'CUB_ATTRS', 'CUB_IMAGE_ATTRS', 'CELEBA_IDS',
-           'CELEBA_MARKS', 'LFW_RACES', 'LFW_ATTRS', 'PRIMARY', 'ITA_BINS', 'NORM', 'PAPER_T1', 'PAPER_T10', 'PAPER_T7',
-           'PAPER_T9', 'PAPER_T6', 'PAPER_T11', 'PAPER_T8', 'PAPER_T2A', 'PAPER_T2B', 'PAPER_T16', 'PAPER_T14',
-           'PAPER_T18', 'PAPER_T19', 'PAPER_T13_OVERALL', 'PAPER_T17', 'PAPER_T20', 'PAPER_T13', 'PAPER_T12',
-           'PAPER_T21', 'PAPER_PREVALENCE', 'PAPER_PREVALENCE_NAMES', 'NOT_REDUCED_MARGIN', 'C10_MARGIN', 'method_spec',
-           'mlp_backbone', 'cnn_backbone', 'ParadeNet', 'ParadeResult', 'train_parade', 'gap_rows', 'thickness',
-           'render', 'digits_halves', 'minority_classes', 'training_counts', 'make_attribute', 'render_attribute',
-           'ClassBench', 'AttrBench', 'digits_class_bench', 'digits_attr_bench', 'evaluate_model', 'embed_attribute',
-           'class_groups', 'run_class_job', 'run_attr_job', 'read_table_after', 'load_cub', 'table_files', 'load_cars',
-           'ita_category', 'patch_ita', 'load_celeba', 'load_lfw', 'load_images', 'image_input', 'crop_flip',
-           'split_within_classes', 'control_per_class', 'subsample_classes', 'Bottleneck', 'ResNet50', 'load_resnet50',
-           'gap_for_present', 'real_model_fn', 'real_class_bench', 'real_attr_bench', 'make_jobs', 'mean_sd', 'pick',
-           'knn_purity', 'tsne_sample', 'chance_r1', 'gate_learned', 'gate_control', 'gate_gap_exists',
+           'THICKNESS_TAU', 'CELEBA_THICK_SHIFT', 'COLOUR_RENDER', 'LFW_RENDER', 'CELEBA_RENDER', 'VARIANTS', 'SWEEP',
+           'FOLDERS', 'WEIGHTS_FOLDER', 'WEIGHTS_FILE', 'CUB_IMAGES', 'CUB_LABELS', 'CUB_ATTRS', 'CUB_IMAGE_ATTRS',
+           'CELEBA_IDS', 'CELEBA_MARKS', 'LFW_RACES', 'LFW_ATTRS', 'PRIMARY', 'ITA_BINS', 'NORM', 'PAPER_T1',
+           'PAPER_T10', 'PAPER_T7', 'PAPER_T9', 'PAPER_T6', 'PAPER_T11', 'PAPER_T8', 'PAPER_T2A', 'PAPER_T2B',
+           'PAPER_T16', 'PAPER_T14', 'PAPER_T18', 'PAPER_T19', 'PAPER_T13_OVERALL', 'PAPER_T17', 'PAPER_T20',
+           'PAPER_T13', 'PAPER_T12', 'PAPER_T21', 'PAPER_PREVALENCE', 'PAPER_PREVALENCE_NAMES', 'NOT_REDUCED_MARGIN',
+           'C10_MARGIN', 'method_spec', 'mlp_backbone', 'cnn_backbone', 'ParadeNet', 'ParadeResult', 'train_parade',
+           'gap_rows', 'thickness', 'thickness_taus', 'render', 'digits_halves', 'minority_classes', 'training_counts',
+           'make_attribute', 'render_attribute', 'ClassBench', 'AttrBench', 'digits_class_bench', 'digits_attr_bench',
+           'evaluate_model', 'embed_attribute', 'embed_features', 'class_groups', 'run_class_job', 'a_probe_backbone',
+           'run_attr_job', 'read_table_after', 'load_cub', 'table_files', 'load_cars', 'ita_category', 'patch_ita',
+           'load_celeba', 'load_lfw', 'load_images', 'image_input', 'crop_flip', 'split_within_classes',
+           'control_per_class', 'subsample_classes', 'Bottleneck', 'ResNet50', 'load_resnet50', 'gap_for_present',
+           'real_model_fn', 'real_class_bench', 'real_attr_bench', 'make_jobs', 'check_part_b_budget', 'mean_sd',
+           'pick', 'knn_purity', 'tsne_sample', 'chance_r1', 'gate_learned', 'gate_control', 'gate_gap_exists',
            'gate_sa_learned', 'paired_family', 'leave_one_seed_out', 'fragile', 'rule_c1', 'rule_c2', 'trend_test',
            'rule_c4', 'rule_c4b', 'rule_c5', 'c5_implied_ratio', 'rule_all_significant', 'rule_share_significant',
            'rule_direction', 'rule_not_reduced', 'rule_lenient', 'rule_probe_lower', 'rule_c10', 'item_gap_values',
@@ -188,6 +189,7 @@ _CUB_PCT = dict(Black=21.2, Grey=19.2, Brown=18.1, Yellow=13.7, White=13.4, Blue
                 Iridescent=0.5, Olive=0.5, Green=0.4)                                    # Table 3: sums to 100.1
 COLOUR_SHARES = {k: v / sum(_CUB_PCT.values()) for k, v in _CUB_PCT.items()}
 THICKNESS_TAU = dict(I=0.62, II=0.50, III=0.38, IV=0.26, V=0.16, VI=0.07)
+CELEBA_THICK_SHIFT = 0.06       # the CelebA-like difficulty knob (issue 28): how much thicker levels IV-VI are drawn (set by the blind calibration)
 COLOUR_RENDER = dict(zip(COLOUR_SHARES, [(t, w) for t in ("plain", "faint", "inverted", "blurred") for w in ("normal", "thin", "thick")]))
 LFW_RENDER = dict(plain=("plain", "normal"), thick=("plain", "thick"), faint=("faint", "normal"), inverted=("inverted", "normal"))
 CELEBA_RENDER = {k: ("plain", k) for k in CELEBA_SHARES}
@@ -199,12 +201,19 @@ def thickness(x: np.ndarray, tau: float, sigma: float = 0.6, width: float = 0.25
     y = y / np.maximum(y.max(axis=(1, 2), keepdims=True), 1e-9)
     return np.clip((y - tau) / width, 0, 1)
 
-def render(x: np.ndarray, tone: str, width: str, rng: np.random.Generator) -> np.ndarray:
-    "A rendering of 8x8 images x (N x 8 x 8): width (normal, thin, thick, or a thickness level I-VI), then tone."
+def thickness_taus(shift: float = 0.0) -> dict:
+    """The soft-threshold level of each CelebA-like thickness level: THICKNESS_TAU with levels IV-VI lowered by `shift`
+    (drawn thicker, so harder to read), floored at 0.01; `shift` 0 is the ladder the notebook started with."""
+    if not isinstance(shift, (int, float)) or not np.isfinite(shift) or not 0 <= shift <= 0.25:
+        raise ValueError(f"thick_shift: {shift!r}; allowed: a number from 0 to 0.25 (how much lower levels IV-VI's threshold is)")
+    return {k: (max(t - shift, 0.01) if k in ("IV", "V", "VI") else t) for k, t in THICKNESS_TAU.items()}
+
+def render(x: np.ndarray, tone: str, width: str, rng: np.random.Generator, taus: dict | None = None) -> np.ndarray:
+    "A rendering of 8x8 images x (N x 8 x 8): width (normal, thin, thick, or a thickness level I-VI at `taus`), then tone."
     from scipy.ndimage import grey_dilation, gaussian_filter
     if width == "thick": x = grey_dilation(x, size=(1, 2, 2))
     elif width == "thin": x = thickness(x, 0.55)
-    elif width in THICKNESS_TAU: x = thickness(x, THICKNESS_TAU[width])
+    elif width in THICKNESS_TAU: x = thickness(x, (taus or THICKNESS_TAU)[width])
     elif width != "normal": raise ValueError(f"unknown width {width!r}; valid: normal, thin, thick, {', '.join(THICKNESS_TAU)}")
     if tone == "plain": return x.astype(np.float32)
     if tone == "faint": return np.clip(0.45 * x + rng.normal(0, 0.08, x.shape), 0, 1).astype(np.float32)
@@ -260,13 +269,14 @@ def make_attribute(variant: str, y: np.ndarray, seed: int, shares=None) -> np.nd
     for c in np.unique(y): out[y == c] = draw_attribute(int((y == c).sum()), per_class[c], rng)
     return out
 
-def render_attribute(images: np.ndarray, a: np.ndarray, variant: str, seed: int) -> np.ndarray:
-    "The images rendered by their attribute values (N x 8 x 8)."
+def render_attribute(images: np.ndarray, a: np.ndarray, variant: str, seed: int, thick_shift: float | None = None) -> np.ndarray:
+    "The images rendered by their attribute values (N x 8 x 8); `thick_shift`: the CelebA-like ladder (default CELEBA_THICK_SHIFT)."
     out = images.copy()
     rng = np.random.default_rng([seed, 22, list(VARIANTS).index(variant)])
+    taus = thickness_taus(CELEBA_THICK_SHIFT if thick_shift is None else thick_shift)
     for val, (tone, width) in VARIANTS[variant]["render"].items():
         m = a == val
-        if m.any(): out[m] = render(images[m], tone, width, rng)
+        if m.any(): out[m] = render(images[m], tone, width, rng, taus)
     return out
 
 # %% ../../nbs/papers/findml_parade.ipynb #630e3ff8
@@ -308,11 +318,11 @@ def digits_class_bench(per_class: int = 60, split_seed: int = 0, dim: int = 32) 
     return ClassBench("finDML-digits", torch.from_numpy(images.reshape(len(y), 64)), y, tr, te, per_class,
                       model_fn=lambda: ParadeNet(mlp_backbone(), 128, dim), role="CUB200 / CARS196 (classes)")
 
-def digits_attr_bench(variant: str, seed: int, split_seed: int = 0, dim: int = 32, shares=None) -> AttrBench:
-    "finDML-digits part B: every image rendered by its attribute value (drawn with the run seed)."
+def digits_attr_bench(variant: str, seed: int, split_seed: int = 0, dim: int = 32, shares=None, thick_shift: float | None = None) -> AttrBench:
+    "finDML-digits part B: every image rendered by its attribute value (drawn with the run seed); `thick_shift`: see thickness_taus."
     images, y, tr, te = digits_halves(split_seed)
     a = make_attribute(variant, y, seed, shares)
-    X = torch.from_numpy(render_attribute(images, a, variant, seed).reshape(len(y), 64))
+    X = torch.from_numpy(render_attribute(images, a, variant, seed, thick_shift).reshape(len(y), 64))
     v = VARIANTS[variant]
     present_te = set(a[te])
     gap = dict(v["gap"])
@@ -352,6 +362,13 @@ def embed_attribute(model: ParadeNet, X, device="cpu", batch_size: int = 512) ->
     X = X if torch.is_tensor(X) else torch.as_tensor(np.asarray(X))
     return torch.cat([model.attribute(X[s:s + batch_size].float().to(device)).cpu() for s in range(0, len(X), batch_size)]).numpy()
 
+@torch.no_grad()
+def embed_features(model: ParadeNet, X, device="cpu", batch_size: int = 512) -> np.ndarray:
+    "The shared backbone's features psi(X) (eval mode): what both heads read."
+    model.eval()
+    X = X if torch.is_tensor(X) else torch.as_tensor(np.asarray(X))
+    return torch.cat([model.features(X[s:s + batch_size].float().to(device)).cpu() for s in range(0, len(X), batch_size)]).numpy()
+
 def class_groups(y, minority) -> np.ndarray:
     "'minority' for the cut classes, 'majority' for the rest."
     return np.where(np.isin(np.asarray(y), list(minority)), "minority", "majority").astype(object)
@@ -377,6 +394,10 @@ def run_class_job(bench: ClassBench, job: dict, cfg: dict) -> dict:
     return dict(key=key, rows=[{**key, **r} for r in ev["rows"]], items=ev["items"], minority=minority, n_train=len(idx),
                 counts=counts, seconds=time.perf_counter() - t0, train_seconds=t_train)
 
+def a_probe_backbone(job: dict) -> bool:
+    "Whether a job's model gets the backbone probe of the attribute: the standard arm of part B (the baseline PARADE extends)."
+    return job.get("part", "B") == "B" and job.get("arm") == "standard"
+
 def run_attr_job(bench: AttrBench, job: dict, cfg: dict) -> dict:
     "Train the standard model (alpha = rho = 0) or PARADE on an attribute benchmark and evaluate its class embedding."
     s, spec = job["seed"], method_spec(job["method"], cfg["lr"])
@@ -398,6 +419,9 @@ def run_attr_job(bench: AttrBench, job: dict, cfg: dict) -> dict:
     perm_gap = subgroup_gap({g: hits[a_perm == g].mean() for g in bench.values if (a_perm == g).any()}, **bench.gap)
     out = dict(key=key, rows=[{**key, **r} for r in ev["rows"]], items=ev["items"], probe=ev["probe"], perm_gap=perm_gap, history=res.history,
                seconds=time.perf_counter() - t0, train_seconds=t_train, E_test=ev["E_test"] if job.get("keep") else None)
+    if res.xi is None and a_probe_backbone(job):      # the shared backbone of the baseline: does it carry the attribute? (gate sa_*)
+        out["probe_psi"] = attribute_probe(embed_features(res.model, bench.X_tr, cfg["device"]), bench.a_tr,
+                                           embed_features(res.model, bench.X_te, cfg["device"]), bench.a_te, s)
     if res.xi is not None:
         E_sa = embed_attribute(res.model, bench.X_te, cfg["device"])
         out["probe_sa"] = attribute_probe(embed_attribute(res.model, bench.X_tr, cfg["device"]), bench.a_tr, E_sa, bench.a_te, s)
@@ -791,6 +815,13 @@ def make_jobs(class_names, attr_names, methods, seeds_a, sweep_methods, sweep_le
         jobs += [dict(part="grid", bench=grid_bench, method="Margin·D", arm="PARADE", alpha=al, rho=rh, seed=grid_seed,
                       classifiers=("LR",)) for al in grid_alpha for rh in grid_rho]
     return jobs
+
+def check_part_b_budget(steps_b, lr_b) -> None:
+    "The attribute benchmarks' budget (both arms and the grid): a whole number of steps >= 1 and a learning rate > 0."
+    if isinstance(steps_b, bool) or not isinstance(steps_b, (int, np.integer)) or steps_b < 1:
+        raise ValueError(f"steps_b: {steps_b!r}; allowed: a whole number of training steps, at least 1")
+    if isinstance(lr_b, bool) or not isinstance(lr_b, (int, float)) or not np.isfinite(lr_b) or lr_b <= 0:
+        raise ValueError(f"lr_b: {lr_b!r}; allowed: a finite learning rate above 0")
 
 # %% ../../nbs/papers/findml_parade.ipynb #aed9c2d4
 # Table 1 (CUB200, LR downstream): method -> metric -> (Bal, Imb)
