@@ -1142,6 +1142,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                                    'paperlib/papers/medical_sr_gan.py'),
                                                 'paperlib.papers.medical_sr_gan.make_generator': ( 'papers/medical_sr_gan.html#make_generator',
                                                                                                    'paperlib/papers/medical_sr_gan.py'),
+                                                'paperlib.papers.medical_sr_gan.one_as_pair': ( 'papers/medical_sr_gan.html#one_as_pair',
+                                                                                                'paperlib/papers/medical_sr_gan.py'),
                                                 'paperlib.papers.medical_sr_gan.patch_pools': ( 'papers/medical_sr_gan.html#patch_pools',
                                                                                                 'paperlib/papers/medical_sr_gan.py'),
                                                 'paperlib.papers.medical_sr_gan.predict_ad': ( 'papers/medical_sr_gan.html#predict_ad',
