@@ -99,10 +99,12 @@ def test_never_run_and_failed_pages_say_so(site):
 def test_library_reference_has_prose_tests_and_api(site):
     out, _ = site
     page = (out / "lib" / "07_runner.html").read_text()
-    assert 'id="api-reproduce"' in page and 'id="api-cache_key"' in page
+    assert 'id="api-reproduce"' in page and 'id="api-make_executor"' in page
     assert re.search(r'href="runner.py.html#L-\d+"', page)
     assert "test_eq(" in re.sub(r"<[^>]+>", "", page)  # the notebook's tests are shown (highlighted: tags between)
-    assert "The cache key" in page       # and its prose
+    assert "The batch" in page           # and its prose
+    cache = (out / "lib" / "22_cache.html").read_text()
+    assert 'id="api-cache_key"' in cache and "The cache key" in cache and re.search(r'href="cache.py.html#L-\d+"', cache)
     guide = (out / "guide.html").read_text()
     for p in ("ci", "smoke", "full"): assert f"<code>{p}</code>" in guide
     assert "Toy" in guide and "samples.csv" in guide and "demo_paper/" in guide and "More machines" in guide
@@ -221,7 +223,7 @@ def load(driver, url: str) -> dict:
                                  " document.querySelectorAll('mjx-merror, [data-mjx-error]').length]")
     return dict(requests=requests, failed=failed, errors=errors, mathjax=has_mj, math=math[0], math_errors=math[1])
 
-MATH_PAGES = [f"papers/{PILOT}.html", "papers/never_run.html", "lib/07_runner.html"]
+MATH_PAGES = [f"papers/{PILOT}.html", "papers/never_run.html", "lib/22_cache.html"]
 
 @pytest.mark.parametrize("mode", ["file", "http"])
 def test_every_page_loads_in_chromium(site, browser, server, mode):
