@@ -356,18 +356,19 @@ def evaluate_model(model, X_test, y_test, g_test, X_fit, y_fit, g_fit, *, labels
     return dict(rows=rows, probe=probe, items=items, E_test=E_te, E_fit=E_fit if keep else None)
 
 @torch.no_grad()
+def _embed_with(model: ParadeNet, head, X, device="cpu", batch_size: int = 512) -> np.ndarray:
+    "`head` (a method of `model`) applied to X in batches, in eval mode."
+    model.eval()
+    X = X if torch.is_tensor(X) else torch.as_tensor(np.asarray(X))
+    return torch.cat([head(X[s:s + batch_size].float().to(device)).cpu() for s in range(0, len(X), batch_size)]).numpy()
+
 def embed_attribute(model: ParadeNet, X, device="cpu", batch_size: int = 512) -> np.ndarray:
     "The attribute embeddings phi_SA of X (eval mode)."
-    model.eval()
-    X = X if torch.is_tensor(X) else torch.as_tensor(np.asarray(X))
-    return torch.cat([model.attribute(X[s:s + batch_size].float().to(device)).cpu() for s in range(0, len(X), batch_size)]).numpy()
+    return _embed_with(model, model.attribute, X, device, batch_size)
 
-@torch.no_grad()
 def embed_features(model: ParadeNet, X, device="cpu", batch_size: int = 512) -> np.ndarray:
     "The shared backbone's features psi(X) (eval mode): what both heads read."
-    model.eval()
-    X = X if torch.is_tensor(X) else torch.as_tensor(np.asarray(X))
-    return torch.cat([model.features(X[s:s + batch_size].float().to(device)).cpu() for s in range(0, len(X), batch_size)]).numpy()
+    return _embed_with(model, model.features, X, device, batch_size)
 
 def class_groups(y, minority) -> np.ndarray:
     "'minority' for the cut classes, 'majority' for the rest."
