@@ -784,6 +784,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                            'paperlib/papers/findml_parade.py'),
                                                'paperlib.papers.findml_parade._check_files': ( 'papers/findml_parade.html#_check_files',
                                                                                                'paperlib/papers/findml_parade.py'),
+                                               'paperlib.papers.findml_parade._embed_with': ( 'papers/findml_parade.html#_embed_with',
+                                                                                              'paperlib/papers/findml_parade.py'),
                                                'paperlib.papers.findml_parade._long': ( 'papers/findml_parade.html#_long',
                                                                                         'paperlib/papers/findml_parade.py'),
                                                'paperlib.papers.findml_parade._weights_present': ( 'papers/findml_parade.html#_weights_present',
