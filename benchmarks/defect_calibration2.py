@@ -17,17 +17,13 @@ import torch
 from paperlib.core import CALIBRATION_SEED, replicate_seeds
 from paperlib.segment import detection_metrics, best_f1_threshold
 from paperlib.papers import defect_tdist as dt
+from defect_calibration import trivial_map   # round 1's untrained detector, the same gate
 
 OUT = Path(__file__).with_name("defect_calibration2.json")
 CAL_SEEDS = [CALIBRATION_SEED + i for i in range(5)]
 SMOKE = dict(batch=8, lr1=2e-3, steps1=300, steps_full=1440, iterations=10, steps_per_iter=6, steps3=24, trainer="paperlib")
 LADDER = [1920, 2400]
 MIN_MARGIN = 0.03
-
-
-def trivial_map(X):   # the notebook's untrained detector
-    d = np.abs(X - np.median(X, axis=(1, 2), keepdims=True))
-    return d / np.maximum(d.max(axis=(1, 2), keepdims=True), 1e-9)
 
 
 def learned(cs, steps):
