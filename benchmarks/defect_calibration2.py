@@ -11,7 +11,6 @@ from __future__ import annotations
 import json, time, os
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from paperlib.core import CALIBRATION_SEED, replicate_seeds
