@@ -1,7 +1,8 @@
 """Same seed, any thread split: byte-identical tables and the same verdicts. Runs every paper twice (forced):
 once one notebook at a time with every core's thread (`--jobs 1`), once two at a time with one thread each
 (`--jobs 2`, a loaded machine), and compares the bytes of every table CSV, the verdicts and the gates.
-`make check-determinism` (smoke); the test suite does the same in the ci profile.
+`make check-determinism` (smoke; `DET_PROFILE=ci` for the seconds-long version, the one the test suite ran before
+issue 29 moved it here to keep the suite within 15 minutes).
 
     .venv/bin/python benchmarks/determinism.py [papers] [--profile smoke|ci] [--seed N]
 

@@ -58,6 +58,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
             'paperlib.cli': { 'paperlib.cli._number': ('cli.html#_number', 'paperlib/cli.py'),
                               'paperlib.cli.cmd_list': ('cli.html#cmd_list', 'paperlib/cli.py'),
                               'paperlib.cli.datasets_table': ('cli.html#datasets_table', 'paperlib/cli.py'),
+                              'paperlib.cli.entry': ('cli.html#entry', 'paperlib/cli.py'),
                               'paperlib.cli.main': ('cli.html#main', 'paperlib/cli.py'),
                               'paperlib.cli.parser': ('cli.html#parser', 'paperlib/cli.py')},
             'paperlib.cluster': { 'paperlib.cluster.DaskExecutor': ('cluster.html#daskexecutor', 'paperlib/cluster.py'),

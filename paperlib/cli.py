@@ -4,7 +4,7 @@
 
 # %% ../nbs/08_cli.ipynb #ba1ca48b
 from __future__ import annotations
-import sys, json, time, signal, argparse, contextlib, faulthandler
+import os, sys, json, time, signal, argparse, contextlib, faulthandler
 from pathlib import Path
 
 from .core import PROFILES, RunParams, read_settings, check_number, CALIBRATION_SEED, resolve_data_root
@@ -12,7 +12,7 @@ from .collection import collection_rows, new_paper
 from .runner import reproduce, summary, format_table, write_index, tally_text
 
 # %% auto #0
-__all__ = ['RUN_OPTION_HELP', 'parser', 'cmd_list', 'datasets_table', 'main']
+__all__ = ['RUN_OPTION_HELP', 'parser', 'cmd_list', 'datasets_table', 'main', 'entry']
 
 # %% ../nbs/08_cli.ipynb #20acfcc4
 RUN_OPTION_HELP = dict(profile=f"one of {', '.join(PROFILES)} (default: settings.ini)",
@@ -128,5 +128,15 @@ def main(argv=None) -> int:
     return 0 if all(r.status in ("ok", "cached") for r in runs) else 1
 
 # %% ../nbs/08_cli.ipynb #2fa33431
+def entry():
+    """The `paperlib` command. After Ctrl-C, once the status and the last good reports are written, the process ends
+    at once (`os._exit`): a cluster client whose close timed out can leave a thread or an exit hook that would
+    otherwise keep the command alive after it said it was interrupted."""
+    code = main()
+    if code == 130:
+        sys.stdout.flush(); sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
+
 if __name__ == "__main__" and "IPython" not in sys.modules:  # `python -m paperlib.cli`; not when a notebook runs this
-    sys.exit(main())
+    entry()

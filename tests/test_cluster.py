@@ -151,10 +151,10 @@ def test_killed_worker_is_survived(tmp_path):
     assert not [p for p in psutil.process_iter(["cmdline"]) if "paperlib.job" in " ".join(p.info["cmdline"] or [])
                 and "paperlib-job-" in " ".join(p.info["cmdline"] or [])], "the killed worker's paper outlived it"
 
-@pytest.mark.xfail(strict=False, reason="intermittent hang seen twice in full-suite runs on a fresh clone (2 cores, loaded): the CLI "
-                   "did not exit within 60 s of Ctrl-C; never seen when test_cluster.py runs alone. The clean-up after "
-                   "Ctrl-C is now bounded in time; if it hangs again, the failure shows every thread's stack")
 def test_ctrl_c_cancels_the_cluster_jobs(cluster, tmp_path):
+    """Ctrl-C cancels the task on the cluster, stops the worker's child, keeps the last good report and exits 130
+    within 60 s. (It once hung in loaded full-suite runs: the clean-up calls are now bounded in time and the command
+    ends with os._exit once its status is written, so a Dask thread or exit hook left behind cannot keep it alive.)"""
     proj = make_project(tmp_path / "p", {"slow": SLOW})
     p = subprocess.Popen([sys.executable, "-m", "paperlib.cli", "reproduce", "slow", "--executor", "dask",
                           "--scheduler", cluster.address], cwd=proj, env={**os.environ, "PAPERLIB_TEST_SLEEP": "0"},
