@@ -252,7 +252,7 @@ def apply_rule(fn, args=None, per_seed: dict | None = None, leave_one_out=None) 
         if leave_one_out is not None: raise ValueError("leave_one_out re-applies one pooled rule; with per_seed each block is decided alone already")
         if not per_seed: raise ValueError("per_seed is empty: give {seed: the rule's keyword arguments}")
         rs = {s: as_result(fn(**a), name) for s, a in per_seed.items()}
-        why = "; ".join(f"block {s}: {r.why}" for s, r in rs.items() if r.why) or None
+        why = "; ".join(f"seed {s}: {r.why}" for s, r in rs.items() if r.why) or None
         return {s: r.passed for s, r in rs.items()}, why, {s: r.values for s, r in rs.items() if r.values}, None, None
     if leave_one_out is None:
         if callable(args): raise ValueError("args is a function of the seeds only with leave_one_out=<the seeds>")
