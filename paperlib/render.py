@@ -299,7 +299,11 @@ def claim_card(c: dict, gates: dict) -> str:
     g = _marks({x: gates.get(x) for x in c.get("gates") or []}, lambda k: f"gate {k}")
     blocks = _marks(c["outcome"], lambda k: f"replicate block {k}") if isinstance(c.get("outcome"), dict) else ""
     facts = " · ".join(x for x in (f"gates: {g}" if g else "", f"blocks: {blocks}" if blocks else "") if x)
-    notes = [f'decided on: {esc(c.get("replicates"))}' if c.get("replicates") else "", esc(c.get("reason") or "")]
+    loo = c.get("leave_one_out") or {}
+    notes = [f'decided on: {esc(c.get("replicates"))}' if c.get("replicates") else "",
+             f'decided by <code>{esc(c["rule_fn"])}</code>' if c.get("rule_fn") else "",
+             "leave-one-seed-out: " + ", ".join(f"without {esc(s)} {'holds' if o else 'fails' if o is False else 'not computable'}"
+                                                for s, o in loo.items()) if loo else "", esc(c.get("reason") or "")]
     record = esc(json.dumps({k: c.get(k) for k in ("ours", "paper", "control", "outcome")}, indent=1, default=str, ensure_ascii=False))
     return (f'<div class="claim-card" id="claim-{esc(c.get("id"))}"><div class="ch"><b>{esc(c.get("id"))}</b> '
             f'<span class="{VERDICT_CLASS.get(v, "")}">{esc(v)}</span> {esc(c.get("text"))}{cell}</div>'

@@ -15,10 +15,11 @@ from .core import RunContext, Size, provenance
 
 # %% auto #0
 __all__ = ['REPRODUCED', 'NOT_REPRODUCED', 'INCONCLUSIVE', 'NOT_CHECKABLE', 'INFORMATIONAL', 'COUNTED', 'VERDICTS',
-           'RULE_SOURCES', 'CLAIM_KINDS', 'GATE_KINDS', 'BLINDED', 'KEEP', 'VALUE_NAME', 'artefact_name', 'to_jsonable',
-           'write_json', 'escape_md', 'Gate', 'Claim', 'Artefact', 'decide_verdict', 'verdict_counts', 'tested_line',
-           'rule_outcome', 'format_value', 'is_interval', 'unlabelled', 'format_number', 'Value', 'value_text',
-           'palette_png', 'Report', 'claim_values']
+           'RULE_SOURCES', 'CLAIM_KINDS', 'GATE_KINDS', 'BLINDED', 'KEEP', 'RULES', 'VALUE_NAME', 'artefact_name',
+           'to_jsonable', 'write_json', 'escape_md', 'Gate', 'Claim', 'Artefact', 'decide_verdict', 'verdict_counts',
+           'tested_line', 'rule_outcome', 'RuleResult', 'rule', 'as_result', 'check_rule', 'rule_path', 'apply_rule',
+           'format_value', 'is_interval', 'unlabelled', 'format_number', 'Value', 'value_text', 'palette_png', 'Report',
+           'claim_values']
 
 # %% ../nbs/05_report.ipynb #0fa7fea9
 def artefact_name(label: str) -> str:
@@ -103,6 +104,8 @@ class Claim:
     post_hoc: str | None = None
     replicates: str | None = None    # what the outcome rests on: "3 replicate blocks", "one test pooling 3 seeds", ...
     cell: int | None = None          # the execution count of the cell that decided it (the report links to it)
+    rule_fn: str | None = None       # the exported function that decided it ("paperlib.papers.x.rule_y"), when the claim applied it
+    leave_one_out: dict | None = None  # {seed: the rule's outcome with that seed dropped}, when the claim asked for it
 
     def _ipython_display_(self): pass   # a cell ending in rep.claim(...) shows the claim's line, not this record's repr
 
@@ -124,8 +127,9 @@ def _seed_outcome(outcomes: dict) -> tuple[bool | None, str | None]:
 def _gate_words(gates) -> str:
     return "; ".join(f"gate {g.id} ({g.text}) " + ("could not be checked" if g.passed is None else "failed") for g in gates)
 
-def decide_verdict(passed, gates=(), informational: bool = False) -> tuple[str, str | None]:
-    "(verdict, why) from the rule's outcome `passed` (True, False, None or {block: outcome}) and the `Gate`s it depends on."
+def decide_verdict(passed, gates=(), informational: bool = False, unstable: str | None = None) -> tuple[str, str | None]:
+    """(verdict, why) from the rule's outcome `passed` (True, False, None or {block: outcome}) and the `Gate`s it depends on;
+    `unstable`: why an outcome rests on one seed (leave-one-seed-out), which makes it inconclusive."""
     failed = [g for g in gates if not g.held]
     if informational:
         if passed is not None: raise ValueError("an informational claim has no pass/fail outcome; pass passed=None")
@@ -134,7 +138,7 @@ def decide_verdict(passed, gates=(), informational: bool = False) -> tuple[str, 
         if not passed: raise ValueError("per-block outcomes are empty")
         if all(v is None for v in passed.values()): return NOT_CHECKABLE, None
         passed, mixed = _seed_outcome(passed)
-    else: mixed = None
+    else: mixed = unstable
     if passed is None and mixed is None: return NOT_CHECKABLE, None
     if not (passed is None or isinstance(passed, (bool, np.bool_))):
         raise TypeError(f"a claim's outcome must be True, False, None (not checkable) or {{block: outcome}}, got {passed!r}")
@@ -165,6 +169,104 @@ def rule_outcome(fails: list[str], control_fails: list[str] | None = None) -> tu
     if fails: return False, "main rule fails: " + "; ".join(fails)
     if control_fails: return False, "main rule holds, but the control fails its rule: " + "; ".join(control_fails)
     return True, None
+
+# %% ../nbs/05_report.ipynb #325cc464
+@dataclass
+class RuleResult:
+    "What a claim's rule found: `passed` (True, False, None: could not be computed), `why` in words, `values` it decided on."
+    passed: bool | None
+    why: str | None = None
+    values: dict = field(default_factory=dict)
+
+RULES: dict = {}    # "module.name" -> every function declared with @rule, filled as the modules are imported
+
+def rule(passes, fails):
+    """Declare a claim rule with the keyword arguments on which it must pass (`passes`) and must fail (`fails`): dicts,
+    or functions returning one where an example needs building. `check_rule` runs both."""
+    for name, ex in (("passes", passes), ("fails", fails)):
+        if not (isinstance(ex, dict) or callable(ex)):
+            raise TypeError(f"@rule({name}=...) takes the rule's keyword arguments as a dict (or a function returning one), got {ex!r}")
+    def declare(fn):
+        fn.__rule__ = dict(passes=passes, fails=fails)
+        RULES[f"{fn.__module__}.{fn.__qualname__}"] = fn
+        return fn
+    return declare
+
+def _outcome(x) -> bool: return x is None or isinstance(x, (bool, np.bool_))
+
+def as_result(out, name: str = "the rule") -> RuleResult:
+    """A rule's return value as a `RuleResult`: a RuleResult; True/False/None; (passed, why); (passed, why, values);
+    (passed, values); a dict with key 'passed' (its other keys are the values, as `stats.beats` gives); or the list of
+    conditions that failed (empty: passed), alone or as (fails, values)."""
+    b = lambda x: None if x is None else bool(x)
+    if isinstance(out, RuleResult): return out
+    if _outcome(out): return RuleResult(b(out))
+    if isinstance(out, dict) and _outcome(out.get("passed", "")):
+        return RuleResult(b(out["passed"]), None, {k: v for k, v in out.items() if k != "passed"})
+    if isinstance(out, list) and all(isinstance(s, str) for s in out): return RuleResult(not out, "; ".join(out) or None)
+    if isinstance(out, tuple) and len(out) == 2 and isinstance(out[1], dict):
+        head = as_result(out[0], name) if isinstance(out[0], list) or _outcome(out[0]) else None
+        if head is not None and not head.values: return RuleResult(head.passed, head.why, out[1])
+    if isinstance(out, tuple) and len(out) in (2, 3) and _outcome(out[0]) and (out[1] is None or isinstance(out[1], str)):
+        values = out[2] if len(out) == 3 else {}
+        if isinstance(values, dict): return RuleResult(b(out[0]), out[1], values)
+    raise TypeError(f"{name} returned {str(out)[:200]}: a rule returns a RuleResult, True/False/None, (passed, why), "
+                    "(passed, why, values), (passed, values), a dict with key 'passed', or a list of the conditions that failed")
+
+def check_rule(fn) -> tuple[RuleResult, RuleResult]:
+    "Declared rule `fn` on its `passes` and its `fails` example; an AssertionError says which did not come out as declared."
+    spec = getattr(fn, "__rule__", None)
+    if spec is None: raise ValueError(f"{getattr(fn, '__name__', fn)!r} is not a declared rule: decorate it with @rule(passes=..., fails=...)")
+    out = []
+    for key, want in (("passes", True), ("fails", False)):
+        r = as_result(fn(**(spec[key]() if callable(spec[key]) else spec[key])), fn.__name__)
+        if r.passed is not want:
+            raise AssertionError(f"rule {fn.__name__} on its {key} example gave passed={r.passed!r} (why: {r.why}), not {want}")
+        out.append(r)
+    return tuple(out)
+
+# %% ../nbs/05_report.ipynb #262768ca
+def rule_path(fn, slug: str | None = None) -> str:
+    """'<module>.<name>' of declared rule `fn`, checked to be exported (in the module's `__all__`). A paper notebook runs
+    its exported cells in `__main__`: there the paper's module, `paperlib.papers.<slug>`, is looked up."""
+    import importlib
+    name = getattr(fn, "__name__", repr(fn))
+    if getattr(fn, "__rule__", None) is None:
+        raise ValueError(f"{name} is not a declared rule: decorate it with @rule(passes=..., fails=...) in an exported cell")
+    mod = fn.__module__ if fn.__module__.startswith("paperlib.") or not slug else f"paperlib.papers.{slug}"
+    try: exported = name in getattr(importlib.import_module(mod), "__all__", ())
+    except ImportError: exported = False
+    if not exported:
+        raise ValueError(f"rule {name} is not exported from {mod}: declare it in an `#| export` cell and run nbdev-export, "
+                         "so its tests and the reader find the function that decided the claim")
+    return f"{mod}.{name}"
+
+def apply_rule(fn, args=None, per_seed: dict | None = None, leave_one_out=None) -> tuple:
+    """(outcome, why, values, unstable, drops) of rule `fn` on keyword arguments `args`; with `per_seed` ({seed: args}) the
+    outcome is {seed: outcome}; with `leave_one_out` (the seeds) `args(seeds)` decides, then `drops` = {seed: outcome
+    without it}, and `unstable` says which dropped seed flips the outcome."""
+    name = getattr(fn, "__name__", repr(fn))
+    if (args is None) == (per_seed is None):
+        raise ValueError("give the rule's inputs once: args=dict(...) (one outcome) or per_seed={seed: dict(...)} (one per replicate block)")
+    if per_seed is not None:
+        if leave_one_out is not None: raise ValueError("leave_one_out re-applies one pooled rule; with per_seed each block is decided alone already")
+        if not per_seed: raise ValueError("per_seed is empty: give {seed: the rule's keyword arguments}")
+        rs = {s: as_result(fn(**a), name) for s, a in per_seed.items()}
+        why = "; ".join(f"seed {s}: {r.why}" for s, r in rs.items() if r.why) or None
+        return {s: r.passed for s, r in rs.items()}, why, {s: r.values for s, r in rs.items() if r.values}, None, None
+    if leave_one_out is None:
+        if callable(args): raise ValueError("args is a function of the seeds only with leave_one_out=<the seeds>")
+        r = as_result(fn(**args), name)
+        return r.passed, r.why, r.values, None, None
+    seeds = list(leave_one_out)
+    if not callable(args) or len(seeds) < 2:
+        raise ValueError("leave_one_out takes the seeds (at least 2) and args a function of the seeds kept: args=lambda seeds: dict(...)")
+    r = as_result(fn(**args(seeds)), name)
+    drops = {s: as_result(fn(**args([t for t in seeds if t != s])), name).passed for s in seeds}
+    flips = [s for s, v in drops.items() if None not in (v, r.passed) and v != r.passed]
+    unstable = (f"leave-one-seed-out: the rule {'holds' if r.passed else 'fails'} on all {len(seeds)} seeds but "
+                f"{'fails' if r.passed else 'holds'} without seed {', '.join(map(str, flips))}") if flips else None
+    return r.passed, r.why, r.values, unstable, drops
 
 # %% ../nbs/05_report.ipynb #1690e7b6
 def _short(v) -> str:
@@ -234,6 +336,7 @@ _VERDICT_STYLE = {REPRODUCED: "background-color:#d4edda", NOT_REPRODUCED: "backg
 
 # %% ../nbs/05_report.ipynb #86a1a2de
 VALUE_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
+_UNSET = object()    # claim(passed=...) not given: None is an outcome (not checkable)
 
 @dataclass
 class Value:
@@ -432,12 +535,32 @@ class Report:
                              "experiment could show the paper's effect, so only kind='effect' claims name one")
         return [self.gates[g] for g in gates]
 
-    def claim(self, id: str, text: str, rule: str, passed=None, *, source: str, kind: str, gates=(), informational: bool = False,
-              ours=None, paper=None, control=None, reason=None, post_hoc: str | None = None, replicates: str | None = None) -> Claim:
-        """Record claim `id`: its rule's outcome `passed` (True/False/None or {block: outcome}) and the verdict after its `gates`.
+    def _apply(self, id, fn, passed, informational, args, per_seed, leave_one_out) -> tuple:
+        "claim `id` applies declared rule `fn` itself: (outcome, why, values, unstable, drops, the function's path)."
+        if passed is not _UNSET: raise ValueError(f"claim {id}: give passed= or rule_fn=, not both (rule_fn decides the outcome)")
+        if informational: raise ValueError(f"claim {id}: an informational claim has no outcome, so no rule_fn (nor per_seed); "
+                                           "record its numbers with ours=")
+        try:
+            path = rule_path(fn, self.ctx.slug)       # before the rule runs: an undeclared or unexported rule decides nothing
+            return (*apply_rule(fn, args, per_seed, leave_one_out), path)
+        except ValueError as e: raise ValueError(f"claim {id}: {e}") from None
+
+    def claim(self, id: str, text: str, rule: str, passed=_UNSET, *, source: str, kind: str, gates=(), informational: bool = False,
+              ours=None, paper=None, control=None, reason=None, post_hoc: str | None = None, replicates: str | None = None,
+              rule_fn=None, args=None, per_seed: dict | None = None, leave_one_out=None) -> Claim:
+        """Record claim `id`: its rule's outcome and the verdict after its `gates`. The outcome is `passed` (True/False/None or
+        {block: outcome}), or declared rule `rule_fn` applied here to `args`, to each block's `per_seed[seed]`, or with
+        `leave_one_out` (see `apply_rule`): its why is the reason and its values `ours`, unless those are given.
         `kind` is 'effect' (a test of the paper's effect) or 'check' (of our implementation or generator: never counted);
         `replicates` says what a single outcome rests on ("one paired test over 3 seeds", "a single replicate")."""
         self._need_source()
+        unstable = drops = fn_path = None
+        if rule_fn is not None:
+            passed, why, values, unstable, drops, fn_path = self._apply(id, rule_fn, passed, informational, args, per_seed, leave_one_out)
+            reason, ours = reason or why, values if ours is None and values else ours
+        elif args is not None or per_seed is not None or leave_one_out is not None:
+            raise ValueError(f"claim {id}: args, per_seed and leave_one_out are the inputs of rule_fn=, which is missing")
+        passed = None if passed is _UNSET else passed
         if kind not in CLAIM_KINDS:
             raise ValueError(f"claim {id}: kind must say what it tests, one of {', '.join(CLAIM_KINDS)} (effect: the paper's "
                              f"effect; check: our implementation or generator); got {kind!r}")
@@ -448,7 +571,7 @@ class Report:
             if unlabelled(to_jsonable(x)):
                 raise ValueError(f"claim {id}: {name}={to_jsonable(x)!r} gives several numbers without labels; name each, "
                                  "e.g. {'SPS': 25.7, 'SPS+ASD': 25.8} (a list [estimate, low, high] is read as an interval)")
-        try: v, why = decide_verdict(passed, gate_objs, informational)
+        try: v, why = decide_verdict(passed, gate_objs, informational, unstable)
         except (ValueError, TypeError) as e: raise type(e)(f"claim {id}: {e}") from None
         if v == NOT_CHECKABLE and not (reason or why): raise ValueError(f"claim {id}: a not-checkable claim needs a reason")
         if v == INFORMATIONAL and why: ours = control = None          # a failed gate: no outcome shown
@@ -456,11 +579,12 @@ class Report:
         if isinstance(passed, dict): replicates = replicates or f"{len(passed)} replicate blocks of this run"
         outcome = {str(k): to_jsonable(x) for k, x in passed.items()} if isinstance(passed, dict) else to_jsonable(passed)
         if self.ctx.blind:     # decided above only to check the call; nothing of the outcome is kept or shown
-            v, outcome, ours, control, reason = BLINDED, None, None, None, None
+            v, outcome, ours, control, reason, drops = BLINDED, None, None, None, None, None
         try: cell = get_ipython().execution_count      # noqa: F821 (IPython's global)
         except NameError: cell = None
         cl = Claim(id, text, rule, v, source, [g.id for g in gate_objs], outcome, to_jsonable(ours), to_jsonable(paper),
-                   to_jsonable(control), reason, kind, post_hoc, replicates, cell)
+                   to_jsonable(control), reason, kind, post_hoc, replicates, cell, fn_path,
+                   None if drops is None else {str(k): to_jsonable(x) for k, x in drops.items()})
         self.claims = [c for c in self.claims if c.id != id] + [cl]
         if not self.ctx.blind: self.values.update(claim_values(id, cl.ours, cell))
         if self.ctx.blind:

@@ -20,6 +20,7 @@ from ..verification import (identity_split, make_verification_pairs, pair_scores
                                    subgroup_labels, METRIC_KEYS)
 from ..stats import pairwise_ttests, add_corrected, levene_tests, format_p
 from ..topology import h0_death_times
+from ..report import rule
 
 # %% auto #0
 __all__ = ['RACES', 'RACE_NAMES', 'GENDERS', 'SKIN_TONES', 'FACE_DATASETS', 'FACE_LAYOUTS', 'VGGFACE2_RACE_SHARES',
@@ -425,14 +426,17 @@ def gate_outcome(fails: list[str]) -> tuple[bool, str | None]:
     return not fails, "; ".join(fails) or None
 
 # %% ../../nbs/papers/face_verification_bias.ipynb #eee397aa
+@rule(passes=dict(tar={"a": 0.97, "b": 0.5}), fails=dict(tar={"a": 0.97, "b": 0.3}))
 def learned_rule(tar: dict, min_tar: float = 0.5) -> list[str]:
     "Learned gate: every model's pooled test TAR at the global FAR threshold is at least `min_tar` ({model: TAR})."
     return [f"{k}: TAR = {v:.3f} < {min_tar}" for k, v in tar.items() if not v >= min_tar]
 
+@rule(passes=dict(far={"a": 0.05, "b": 0.07}), fails=dict(far={"a": 0.02, "b": 0.08}))
 def far_rule(far: dict, nominal: float = 0.05, tol: float = 0.025) -> list[str]:
     "Sanity gate: the global threshold, set on validation people, keeps the test FAR within `tol` of `nominal` ({model: FAR})."
     return [f"{k}: test FAR = {v:.4f}, not within {nominal} ± {tol}" for k, v in far.items() if not abs(v - nominal) <= tol]
 
+@rule(passes=dict(max_diff={"W": 0.0}), fails=dict(max_diff={"W": 1e-3}))
 def backends_agree_rule(max_diff: dict, tol: float = 1e-6) -> list[str]:
     "Sanity gate: gudhi's H0 death times equal the minimum-spanning-tree edge lengths ({group: largest difference})."
     return [f"{g}: gudhi and MST deaths differ by {v:.2e}" for g, v in max_diff.items() if not v <= tol]
@@ -440,18 +444,24 @@ def backends_agree_rule(max_diff: dict, tol: float = 1e-6) -> list[str]:
 # %% ../../nbs/papers/face_verification_bias.ipynb #009439be
 OTHER_RACES = ("A", "I", "B")
 
+_FPR_EX = dict(A=(0.10, 0.08, 0.12), I=(0.07, 0.05, 0.09), B=(0.05, 0.04, 0.06), W=(0.005, 0.003, 0.008))
+@rule(passes=dict(fpr=_FPR_EX), fails=dict(fpr={**_FPR_EX, "B": (0.01, 0.006, 0.02)}))
 def fpr_rule(fpr: dict, top: str = "W") -> list[str]:
     "C2: hi(FPR_top) < lo(FPR_g) for every other group g; `fpr` = {group: (value, lo, hi)}."
     return [f"hi(FPR_{top}) = {fpr[top][2]:.4f} >= lo(FPR_{g}) = {fpr[g][1]:.4f}" for g in fpr if g != top
             and not fpr[top][2] < fpr[g][1]]
 
 # %% ../../nbs/papers/face_verification_bias.ipynb #c6f306e4
+_PPV_EX = dict(A=(0.80, 0.78, 0.82), I=(0.85, 0.83, 0.87), B=(0.88, 0.86, 0.90), W=(0.98, 0.97, 0.99))
+@rule(passes=dict(ppv=_PPV_EX), fails=dict(ppv={**_PPV_EX, "B": (0.97, 0.95, 0.975)}))
 def ppv_rule(ppv: dict, top: str = "W") -> list[str]:
     "C3: PPV_top > PPV_g with disjoint CIs for every other group g; `ppv` = {group: (value, lo, hi)}."
     return [f"PPV_{top} = {ppv[top][0]:.4f} vs PPV_{g} = {ppv[g][0]:.4f}" + ("" if ppv[top][1] > ppv[g][2] else " (CIs overlap)")
             for g in ppv if g != top and not (ppv[top][0] > ppv[g][0] and ppv[top][1] > ppv[g][2])]
 
 # %% ../../nbs/papers/face_verification_bias.ipynb #7349bc06
+@rule(passes=dict(bnc=dict(A=0.5, I=0.4, B=0.45, W=0.32), bpc=dict(A=0.80, I=0.81, B=0.82, W=0.83)),
+      fails=dict(bnc=dict(A=0.5, I=0.4, B=0.45, W=0.42), bpc=dict(A=0.70, I=0.81, B=0.82, W=0.83)))
 def bnc_rule(bnc: dict, bpc: dict, top: str = "W", factor: float = 2.0) -> list[str]:
     "C4: range(BNC) > `factor` x range(BPC) across groups, and the top group has the lowest BNC ({group: value} each)."
     rng_n, rng_p = max(bnc.values()) - min(bnc.values()), max(bpc.values()) - min(bpc.values())
@@ -460,6 +470,7 @@ def bnc_rule(bnc: dict, bpc: dict, top: str = "W", factor: float = 2.0) -> list[
            ([] if low == top else [f"the lowest BNC is {low}'s, not {top}'s"])
 
 # %% ../../nbs/papers/face_verification_bias.ipynb #7f429d3b
+@rule(passes=dict(ci=dict(I=(0.1, 0.08, 0.12), B=(0.13, 0.11, 0.15))), fails=dict(ci=dict(I=(0.1, 0.08, 0.10), B=(0.13, 0.11, 0.15))))
 def cis_overlap_rule(ci: dict, a: str = "I", b: str = "B", key: str = "FNR") -> list[str]:
     "The paper's reading of C5 (shown, not decided on): the CIs of groups `a` and `b` overlap; `ci` = {group: (value, lo, hi)}."
     (_, la, ha), (_, lb, hb) = ci[a], ci[b]
@@ -467,6 +478,7 @@ def cis_overlap_rule(ci: dict, a: str = "I", b: str = "B", key: str = "FNR") -> 
 
 C5_MARGIN = 0.05    # absolute FNR: the FAR of the operating point; fixed before any run with this rule
 
+@rule(passes=dict(ci=dict(I=(0.10, 0.09, 0.11), B=(0.11, 0.10, 0.12))), fails=dict(ci=dict(I=(0.10, 0.09, 0.11), B=(0.17, 0.16, 0.18))))
 def equivalence_rule(ci: dict, a: str = "I", b: str = "B", key: str = "FNR", margin: float = C5_MARGIN,
                      level: float = 0.95, alpha: float = 0.05) -> list[str]:
     """C5: value_a - value_b lies within ±`margin` by two one-sided tests at `alpha` (its 1 - 2·alpha interval inside the
@@ -482,6 +494,9 @@ def equivalence_rule(ci: dict, a: str = "I", b: str = "B", key: str = "FNR", mar
         f"{key}_{a} − {key}_{b} = {d:+.4f}, {1 - 2 * alpha:.0%} interval [{d - h:+.4f}, {d + h:+.4f}] not inside ±{margin:g}"]
 
 # %% ../../nbs/papers/face_verification_bias.ipynb #b8826873
+_GENDER_EX = dict(fpr_race=dict(A=0.10, I=0.07, B=0.05, W=0.005), d_race=dict(pairwise=dict(A=0.5, I=0.4, B=0.3), h0=dict(A=0.5, I=0.2, B=0.15)))
+@rule(passes=dict(_GENDER_EX, fpr_gender=dict(F=0.06, M=0.05), d_gender=dict(pairwise=0.1, h0=-0.05)),
+      fails=dict(_GENDER_EX, fpr_gender=dict(F=0.09, M=0.03), d_gender=dict(pairwise=0.1, h0=-0.3)))
 def gender_rule(fpr_race: dict, fpr_gender: dict, d_gender: dict, d_race: dict, top: str = "W") -> list[str]:
     "C6: |FPR_F - FPR_M| < min_g |FPR_top - FPR_g|, and per distribution |d(F, M)| < min_g |d(top, g)|."
     d_fm = abs(fpr_gender["F"] - fpr_gender["M"])
@@ -493,6 +508,8 @@ def gender_rule(fpr_race: dict, fpr_gender: dict, d_gender: dict, d_race: dict, 
     return fails
 
 # %% ../../nbs/papers/face_verification_bias.ipynb #c97c08f8
+@rule(passes=dict(ms=dict(gender=0.034, race=0.091, both=0.103), db=dict(gender=7.55, race=4.36, both=3.98)),
+      fails=dict(ms=dict(gender=0.034, race=0.091, both=0.05), db=dict(gender=7.55, race=4.36, both=5.0)))
 def cluster_rule(ms: dict, db: dict) -> list[str]:
     "C8: MS(both) > MS(race) > MS(gender) and DB(both) < DB(race) < DB(gender)."
     return ([] if ms["both"] > ms["race"] > ms["gender"] else
@@ -501,6 +518,8 @@ def cluster_rule(ms: dict, db: dict) -> list[str]:
             [f"DB not both < race < gender ({db['both']:.3f}, {db['race']:.3f}, {db['gender']:.3f})"])
 
 # %% ../../nbs/papers/face_verification_bias.ipynb #dbe403b8
+@rule(passes=dict(tests={g: dict(mean_top=0.5, mean_g=0.4, p_adj=1e-5, d=0.8) for g in "AIB"}),
+      fails=dict(tests={g: dict(mean_top=0.5, mean_g=0.49, p_adj=0.3, d=0.05) for g in "AIB"}))
 def distribution_rule(tests: dict, levene: dict | None = None, alpha: float = 0.05, top: str = "W") -> list[str]:
     "C9/C11/C12: mean_top > mean_g with p_adj < alpha for every g; with `levene`, also var_top > var_g with p < alpha."
     fails = []
@@ -514,12 +533,15 @@ def distribution_rule(tests: dict, levene: dict | None = None, alpha: float = 0.
     return fails
 
 # %% ../../nbs/papers/face_verification_bias.ipynb #0718ddec
+@rule(passes=dict(thresholds=dict(A=0.63, I=0.59, B=0.58, W=0.41), t_global=0.57), fails=dict(thresholds=dict(A=0.63, I=0.59, B=0.55, W=0.58), t_global=0.57))
 def threshold_rule(thresholds: dict, t_global: float, top: str = "W") -> list[str]:
     "C10: t*_top < t*_global < t*_g for every other group g ({group: its own FAR threshold})."
     return ([] if thresholds[top] < t_global else [f"t*_{top} = {thresholds[top]:.4f} >= t*_global = {t_global:.4f}"]) + \
            [f"t*_{g} = {t:.4f} <= t*_global = {t_global:.4f}" for g, t in thresholds.items() if g != top and not t_global < t]
 
 # %% ../../nbs/papers/face_verification_bias.ipynb #66ddc1c8
+_SHARES = np.repeat([0.02, 0.05, 0.1, 0.25, 0.5], 2)
+@rule(passes=dict(share=_SHARES, mean_h0=_SHARES + np.tile([0, 0.001], 5), fpr=1 - _SHARES), fails=dict(share=_SHARES, mean_h0=1 - _SHARES, fpr=1 - _SHARES))
 def dose_response_rule(share, mean_h0, fpr, alpha: float = 0.05) -> tuple[list[str], dict]:
     "C15: Spearman rho(share, mean H0 death) > 0 and rho(share, FPR) < 0, each with p < `alpha`; (failed conditions, statistics)."
     from scipy.stats import spearmanr
@@ -530,11 +552,14 @@ def dose_response_rule(share, mean_h0, fpr, alpha: float = 0.05) -> tuple[list[s
                        n=len(share))
 
 # %% ../../nbs/papers/face_verification_bias.ipynb #e5261ede
+@rule(passes=dict(d_small=0.1, d_large=-0.8), fails=dict(d_small=0.9, d_large=0.8))
 def smaller_effect_rule(d_small: float, d_large: float, what: str = "gender vs race") -> list[str]:
     "C13: |d_small| < |d_large| (e.g. the largest gender effect size below the largest race effect size)."
     return [] if abs(d_small) < abs(d_large) else [f"{what}: |d| = {abs(d_small):.3f} >= {abs(d_large):.3f}"]
 
 # %% ../../nbs/papers/face_verification_bias.ipynb #50ad3d6a
+_ACC_EX = dict(A=(0.90, 0.89, 0.91), I=(0.95, 0.94, 0.96), B=(0.952, 0.945, 0.96), W=(0.955, 0.945, 0.965))
+@rule(passes=dict(acc=_ACC_EX), fails=dict(acc={**_ACC_EX, "W": (0.85, 0.84, 0.86)}))
 def lowest_accuracy_rule(acc: dict, lowest: str = "A", others=("I", "B", "W")) -> list[str]:
     "C1: `lowest` has the lowest ACC, and the CIs of `others` overlap pairwise; `acc` = {group: (value, lo, hi)}."
     low = min(acc, key=lambda g: acc[g][0])
@@ -542,6 +567,7 @@ def lowest_accuracy_rule(acc: dict, lowest: str = "A", others=("I", "B", "W")) -
     return fails + [f"ACC CIs of {a} and {b} do not overlap" for i, a in enumerate(others) for b in others[i + 1:]
                     if acc[a][2] < acc[b][1] or acc[b][2] < acc[a][1]]
 
+@rule(passes=dict(acc=_ACC_EX), fails=dict(acc={**_ACC_EX, "I": (0.905, 0.895, 0.915)}))
 def better_than_rule(acc: dict, better: str = "I", worse: str = "A") -> list[str]:
     "C7: ACC_better > ACC_worse with disjoint CIs; `acc` = {group: (value, lo, hi)}."
     ok = acc[better][0] > acc[worse][0] and acc[better][1] > acc[worse][2]

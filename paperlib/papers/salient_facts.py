@@ -17,6 +17,7 @@ from scipy import stats as sps
 from ..core import parallel_map
 from ..data import Column, Layout, DataError, DataSource, read_table, register_layout, fingerprint_real
 from ..stats import correct_pvalues, paired_diff_test, beats, not_worse
+from ..report import rule
 from ..text import (load_minilm, load_wordpiece, wordpieces, is_single_piece, EmbeddingCache, wordpiece_sets,
                            jaccard_matrix, idf, top_idf, f1_pos, f1_threshold_search, SnapshotTrainer)
 
@@ -27,15 +28,15 @@ __all__ = ['LEXICONS', 'UNCOMMON', 'REASONS', 'REASON_MIX', 'NEG_TEMPLATES', 'NE
            'WORDY_EXTRA', 'EASY', 'HARD', 'HARDER', 'LADDER', 'SIM_LEVEL', 'TASK_LEVEL', 'QUANTITY_WORDS',
            'TAG_TARGETS', 'TASKS', 'TASK_RATES', 'TASK_TRAIN', 'TASK_EASY', 'TASK_HARD', 'FOLDER', 'TASK_FOLDER',
            'LABEL', 'COMPANY_LAYOUT', 'PRODUCT_LAYOUT', 'TASK_LAYOUT', 'MODEL_DIRS', 'TAGS', 'NOUNS', 'QUANTITY_LIST',
-           'SYNONYMS', 'F1_CEILING', 'TASK_CEILING', 'MATCH_MARGIN', 'F1_BAND', 'TASK_BAND', 'PAPER', 'DATASET_NAMES',
-           'SimConfig', 'sim_config', 'SalientSim', 'word_tokens', 'has_quantity', 'tag_rates', 'task_hardness',
-           'make_task', 'read_lines', 'stratified_split', 'load_real_data', 'local_models', 'write_tiny_dataset',
-           'enrich', 'attribute_words', 'editor_oracle', 'uncommon_list', 'HeadConfig', 'mlp_head', 'val_split',
-           'uda_loss', 'fit_scorer', 'fit_linear', 'piece_ids', 'compact_ids', 'KimCNN', 'BiLSTM', 'candidates',
-           'avg_dist', 'textual_affinity', 'rerank', 'propagate', 'eda', 'textrank', 'kmeans_centroids', 'longest',
-           'top_k', 'one_sided_paired_p', 'lm_beats_classical', 'enrichment_helps', 'lp_helps', 'pseudo_label_sanity',
-           'transfer_richer', 'band_margin', 'in_band', 'has_headroom', 'small_data_matches', 'mechanism_holds',
-           'experts_ranked_high', 'recall_gain']
+           'SYNONYMS', 'ONE_SEED', 'F1_CEILING', 'TASK_CEILING', 'MATCH_MARGIN', 'F1_BAND', 'TASK_BAND', 'PAPER',
+           'DATASET_NAMES', 'SimConfig', 'sim_config', 'SalientSim', 'word_tokens', 'has_quantity', 'tag_rates',
+           'task_hardness', 'make_task', 'read_lines', 'stratified_split', 'load_real_data', 'local_models',
+           'write_tiny_dataset', 'enrich', 'attribute_words', 'editor_oracle', 'uncommon_list', 'HeadConfig',
+           'mlp_head', 'val_split', 'uda_loss', 'fit_scorer', 'fit_linear', 'piece_ids', 'compact_ids', 'KimCNN',
+           'BiLSTM', 'candidates', 'avg_dist', 'textual_affinity', 'rerank', 'propagate', 'eda', 'textrank',
+           'kmeans_centroids', 'longest', 'top_k', 'one_sided_paired_p', 'lm_beats_classical', 'enrichment_helps',
+           'lp_helps', 'pseudo_label_sanity', 'transfer_richer', 'band_margin', 'in_band', 'has_headroom',
+           'small_data_matches', 'mechanism_holds', 'enrichment_with_mechanism', 'experts_ranked_high', 'recall_gain']
 
 # %% ../../nbs/papers/salient_facts.ipynb #86f05a2f
 LEXICONS = dict(
@@ -787,28 +788,41 @@ def one_sided_paired_p(a, b) -> float:
     d = np.asarray(a, float) - np.asarray(b, float)
     return float("nan") if d.size < 2 else paired_diff_test(d, "t", "greater")[1]
 
-def lm_beats_classical(lm: dict, classical: dict, alpha: float = 0.05) -> tuple[bool | None, dict]:
-    "C3: per dataset F1(LM) - best classical F1 > 0 in the seed mean with a one-sided paired t-test, Holm over datasets."
+ONE_SEED = "one training seed: the paired tests need at least two (run the smoke profile)"
+
+def _untested(samples) -> str:
+    "Why a paired t-test gave no p-value: too few seeds, or no variation to test."
+    return ONE_SEED if min(len(np.atleast_1d(v)) for v in samples) < 2 else "a paired t-test had no variation to test (p undefined)"
+
+_LM, _CL = {"A": [0.5, 0.55, 0.6], "B": [0.4, 0.42, 0.45]}, {"A": [0.2, 0.22, 0.25], "B": [0.1, 0.15, 0.12]}
+@rule(passes=dict(lm=_LM, classical=_CL), fails=dict(lm=_CL, classical=_LM))
+def lm_beats_classical(lm: dict, classical: dict, alpha: float = 0.05) -> tuple:
+    """C3: per dataset F1(LM) - best classical F1 > 0 in the seed mean with a one-sided paired t-test, Holm over datasets.
+    (passed, why, values); passed None when a test has no p-value."""
     ds = list(lm)
     p = np.array([one_sided_paired_p(lm[d], classical[d]) for d in ds])
-    if np.isnan(p).any(): return None, dict(p=p.tolist())
+    if np.isnan(p).any(): return None, _untested(lm.values()), dict(p=p.tolist())
     ph = correct_pvalues(p, "holm")
     means = [float(np.mean(np.asarray(lm[d]) - np.asarray(classical[d]))) for d in ds]
-    return bool(all(m > 0 for m in means) and (ph < alpha).all()), dict(mean_diff=dict(zip(ds, means)), p_holm=dict(zip(ds, ph.tolist())))
+    return bool(all(m > 0 for m in means) and (ph < alpha).all()), None, dict(mean_diff=dict(zip(ds, means)), p_holm=dict(zip(ds, ph.tolist())))
 
-def enrichment_helps(deltas: dict, min_significant: int, alpha: float = 0.05) -> tuple[bool | None, dict]:
-    "C4/C5 and C6: mean delta >= 0 in every cell (> 0 for C6, via min_mean) and one-sided p < alpha in at least `min_significant` cells."
+_D_OK = {"UA": [0.05, 0.06, 0.07], "UB": [0.04, 0.05, 0.06], "QA": [0.0, 0.01, -0.01], "QB": [0.02, -0.01, 0.0]}
+@rule(passes=dict(deltas=_D_OK, min_significant=2), fails=dict(deltas={**_D_OK, "QB": [-0.1, -0.05, -0.02]}, min_significant=2))
+def enrichment_helps(deltas: dict, min_significant: int, alpha: float = 0.05) -> tuple:
+    """C4/C5 and C6: mean delta >= 0 in every cell and one-sided p < alpha in at least `min_significant` cells.
+    (passed, why, values); passed None when a test has no p-value."""
     p = {k: one_sided_paired_p(v, np.zeros_like(np.asarray(v, float))) for k, v in deltas.items()}
-    if any(np.isnan(x) for x in p.values()): return None, dict(p=p)
+    if any(np.isnan(x) for x in p.values()): return None, _untested(deltas.values()), dict(p=p)
     means = {k: float(np.mean(v)) for k, v in deltas.items()}
     sig = sum(x < alpha for x in p.values())
-    return bool(all(m >= 0 for m in means.values()) and sig >= min_significant), dict(mean=means, p=p, significant=sig)
+    return bool(all(m >= 0 for m in means.values()) and sig >= min_significant), None, dict(mean=means, p=p, significant=sig)
 
-def lp_helps(deltas: dict, alpha: float = 0.05) -> tuple[bool | None, dict]:
-    "C6: mean delta > 0 on every dataset and one-sided p < alpha on at least one."
-    ok, info = enrichment_helps(deltas, 1, alpha)
-    if ok is None: return None, info
-    return bool(ok and all(m > 0 for m in info["mean"].values())), info
+@rule(passes=dict(deltas={"A": [0.05, 0.06, 0.07], "B": [0.01, 0.0, 0.02]}), fails=dict(deltas={"A": [0.05, 0.06, 0.07], "B": [0.0, 0.0, -0.0001]}))
+def lp_helps(deltas: dict, alpha: float = 0.05) -> tuple:
+    "C6: mean delta > 0 on every dataset and one-sided p < alpha on at least one; (passed, why, values)."
+    ok, why, info = enrichment_helps(deltas, 1, alpha)
+    if ok is None: return None, why, info
+    return bool(ok and all(m > 0 for m in info["mean"].values())), None, info
 
 def pseudo_label_sanity(n_true: int, n: int, base_rate: float, factor: float = 5.0, alpha: float = 0.05) -> tuple[bool, float]:
     "Pseudo-positive precision >= factor x base rate, and a binomial test of precision > base rate at alpha."
@@ -843,21 +857,37 @@ def has_headroom(f1s, ceiling: float) -> bool:
     "Headroom: every mean F1 of `f1s` ({name: F1s over seeds}) is at or below `ceiling` (and there is at least one)."
     return bool(len(f1s) > 0 and all(np.isfinite(np.mean(v)) and np.mean(v) <= ceiling for v in f1s.values()))
 
-def small_data_matches(d_uda: dict, d_lm: dict, margin: float = MATCH_MARGIN) -> tuple[bool | None, dict]:
+_CLOSE = {t: [0.005, -0.003, 0.001] for t in "abcd"}
+@rule(passes=dict(d_uda=_CLOSE, d_lm=_CLOSE), fails=dict(d_uda=_CLOSE, d_lm={t: [-0.1, -0.08, -0.12] for t in "abcd"}))
+def small_data_matches(d_uda: dict, d_lm: dict, margin: float = MATCH_MARGIN) -> tuple:
     """C8/C9: Ours (2k) not worse than UDA (full) on >= 3 of the tasks and than the LM (full) on every task:
     stats.not_worse on the per-seed F1 differences ({task: Ours - other}, paired by training seed), margin fixed in advance."""
     vs_uda = {t: not_worse(d, margin) for t, d in d_uda.items()}
     vs_lm = {t: not_worse(d, margin) for t, d in d_lm.items()}
     if not vs_uda or any(r["passed"] is None for r in [*vs_uda.values(), *vs_lm.values()]):
-        return None, dict(n=min([r["n"] for r in [*vs_uda.values(), *vs_lm.values()]], default=0))
+        n = min([r["n"] for r in [*vs_uda.values(), *vs_lm.values()]], default=0)
+        return None, ONE_SEED if n < 2 else "stats.not_worse gave no bound", dict(n=n)
     ok = sum(r["passed"] for r in vs_uda.values()) >= min(3, len(vs_uda)) and all(r["passed"] for r in vs_lm.values())
     info = {f"{w} {t}": dict(mean=round(r["estimate"], 4), lower_95=round(r["lower"], 4), passed=r["passed"])
             for w, res in (("vs UDA", vs_uda), ("vs LM", vs_lm)) for t, r in res.items()}
-    return bool(ok), info
+    return bool(ok), None, info
 
+@rule(passes=dict(gain_unseen=[0.3, 0.25, 0.28], gain_seen=[0.05, 0.02, 0.04]), fails=dict(gain_unseen=[0.1, 0.1, 0.1], gain_seen=[0.1, 0.1, 0.1]))
 def mechanism_holds(gain_unseen, gain_seen) -> dict:
     "C4's mechanism: the uncommon tag's recall gain on unseen-attribute positives beats that on seen ones (stats.beats over seeds)."
     return beats(np.asarray(gain_unseen, float) - np.asarray(gain_seen, float), 0.0)
+
+@rule(passes=dict(deltas=_D_OK, min_significant=2, gain_unseen=[0.3, 0.25, 0.28], gain_seen=[0.05, 0.02, 0.04]),
+      fails=dict(deltas=_D_OK, min_significant=2, gain_unseen=[0.1, 0.1, 0.1], gain_seen=[0.1, 0.1, 0.1]))
+def enrichment_with_mechanism(deltas: dict, min_significant: int, gain_unseen=None, gain_seen=None) -> tuple:
+    """C4/C5: `enrichment_helps`, and its mechanism `mechanism_holds` on the per-seed recall gains; with no attribute
+    metadata (gain_unseen None: real data) the mechanism is not checkable and the F1 rule decides alone."""
+    ok, why, info = enrichment_helps(deltas, min_significant)
+    mech = None if gain_unseen is None else mechanism_holds(gain_unseen, gain_seen) if len(gain_unseen) >= 2 else dict(passed=None)
+    info["mechanism"] = None if mech is None else {k: mech.get(k) for k in ("passed", "estimate", "lower")}
+    if ok is None or mech is None: return ok, why, info
+    if mech["passed"] is None: return None, ONE_SEED, info
+    return bool(ok and mech["passed"]), None, info
 
 def experts_ranked_high(count: int, n_expert: int, k: int, alpha: float = 0.05) -> tuple[bool, float]:
     "C11: hypergeometric P(X >= count) for k draws from n_expert experts among 2 n_expert sentences, below alpha."

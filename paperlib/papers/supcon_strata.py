@@ -20,6 +20,7 @@ from ..contrastive import (CONTRASTIVE_LOSSES, check_contrastive_loss, check_alp
                                   intra_class_cosine, centre_similarity, stratum_geometry)
 from ..metric import embed
 from ..stats import beats
+from ..report import rule
 
 # %% auto #0
 __all__ = ['CIFAR10_FILES', 'CIFAR100_FILES', 'CIFAR10_VEHICLES', 'MNIST_FILES', 'WATERBIRDS_FOLDER', 'WATERBIRDS',
@@ -30,7 +31,7 @@ __all__ = ['CIFAR10_FILES', 'CIFAR100_FILES', 'CIFAR10_VEHICLES', 'MNIST_FILES',
            'forgetting_events', 'top_scores', 'recover_groups', 'recovery_f1', 'group_dro', 'group_accuracy', 'simplex',
            'collapse_bound', 'collapsed_fine_ce', 'case_probabilities', 'case_probabilities_mc', 'rule_learned',
            'rule_gain', 'rule_gain_significant', 'rule_size_order', 'rule_size_order_vs', 'rule_beats_all',
-           'rule_items_beat', 'rule_closed_form', 'rule_bound']
+           'rule_items_beat', 'rule_closed_form', 'rule_bound', 'rule_higher', 'rule_theory']
 
 # %% ../../nbs/papers/supcon_strata.ipynb #54a98620
 @dataclass
@@ -500,25 +501,31 @@ def case_probabilities_mc(p_z: float, p_zp: float, n: int, draws: int, rng: np.r
                 both=float((a & b).mean()))
 
 # %% ../../nbs/papers/supcon_strata.ipynb #15b9de27
+@rule(passes=dict(acc=[0.9, 0.8], chance=0.5), fails=dict(acc=[0.9, 0.7], chance=0.5))
 def rule_learned(acc, chance: float, margin: float = 0.25) -> bool:
     "Every accuracy in `acc` is at least chance + margin."
     return bool(np.min(np.asarray(acc, float)) >= chance + margin)
 
 # %% ../../nbs/papers/supcon_strata.ipynb #299350e9
+@rule(passes=dict(diffs={"a": [0.1, 0.2], "b": [0.05]}), fails=dict(diffs={"a": [0.1, 0.2], "b": [-0.05, 0.01]}))
 def rule_gain(diffs: dict) -> bool:
     "Every set's mean difference (ours - baseline) is > 0."
     return bool(all(np.mean(v) > 0 for v in diffs.values()))
 
+@rule(passes=dict(diffs={"a": [0.1]}, p_holm={"a": 0.01}), fails=dict(diffs={"a": [0.1]}, p_holm={"a": 0.2}))
 def rule_gain_significant(diffs: dict, p_holm: dict, level: float = 0.05) -> bool:
     "rule_gain, and every set's Holm-adjusted one-sided p-value below `level`."
     return rule_gain(diffs) and bool(all(p_holm[k] < level for k in diffs))
 
+@rule(passes=dict(sizes=[10, 5, 2], values=[0.9, 0.7, 0.2]), fails=dict(sizes=[10, 5, 2], values=[0.2, 0.7, 0.9]))
 def rule_size_order(sizes, values) -> bool:
     "Larger strata have larger values: Spearman correlation between stratum size and value > 0."
     from scipy.stats import spearmanr
     r = spearmanr(sizes, values).statistic
     return bool(np.isfinite(r) and r > 0)
 
+@rule(passes=dict(sizes=[10, 5, 2], values=[0.9, 0.7, 0.2], baseline_values=[0.9, 0.9, 0.85]),
+      fails=dict(sizes=[10, 5, 2], values=[0.9, 0.7, 0.2], baseline_values=[0.9, 0.8, 0.1]))
 def rule_size_order_vs(sizes, values, baseline_values) -> bool:
     """C2/C3 on one seed: Spearman ρ(stratum size, value) > 0 for the method, and larger than the baseline's ρ on the same
     strata (the paper's contrast: under L_SC the strata sit alike whatever their size). A tie does not pass."""
@@ -527,6 +534,8 @@ def rule_size_order_vs(sizes, values, baseline_values) -> bool:
     r0 = r0 if np.isfinite(r0) else 0.0                     # a constant baseline has no size order
     return bool(np.isfinite(r) and r > 0 and r > r0)
 
+@rule(passes=dict(diffs={"vs L_SC": [0.05, 0.06, 0.07], "vs CE": [0.02, 0.03, 0.025]}),
+      fails=dict(diffs={"vs L_SC": [0.05, 0.06, 0.07], "vs CE": [0.02, -0.03, 0.025]}))
 def rule_beats_all(diffs: dict, margin: float = 0.0, level: float = 0.95) -> tuple:
     """(outcome, {comparison: stats.beats result}): every comparison's differences (ours − baseline, one per seed) have a
     one-sided `level` lower bound above `margin` (Student t over the seeds); None when a comparison has one difference."""
@@ -534,6 +543,8 @@ def rule_beats_all(diffs: dict, margin: float = 0.0, level: float = 0.95) -> tup
     outs = [r["passed"] for r in res.values()]
     return (None if any(o is None for o in outs) else bool(all(outs))), res
 
+_RIGHT, _FEWER = np.r_[np.ones(300), np.zeros(200)], np.r_[np.zeros(60), np.ones(240), np.zeros(200)]   # ours right on 60 more of 500
+@rule(passes=dict(ours=_RIGHT, baseline=_FEWER), fails=dict(ours=_FEWER, baseline=_RIGHT))
 def rule_items_beat(ours, baseline, level: float = 0.95, seed: int = 0) -> dict:
     """C8 in one replicate block: `ours` and `baseline` are (sizes x test items) 0/1 correctness arrays on the block's own test
     set; d_i = ours − baseline at item i, averaged over the sizes; stats.beats over the items (one-sided `level` bootstrap lower
@@ -542,10 +553,23 @@ def rule_items_beat(ours, baseline, level: float = 0.95, seed: int = 0) -> dict:
     if o.shape != b.shape: raise ValueError(f"rule_items_beat: arms must be paired item by item, got {o.shape} and {b.shape}")
     return beats((o - b).mean(0), margin=0.0, level=level, method="bootstrap", seed=seed)
 
+@rule(passes=dict(exact=[0.5], mc=[0.51], se=[0.005]), fails=dict(exact=[0.5], mc=[0.6], se=[0.005]))
 def rule_closed_form(exact, mc, se, k: float = 4.0) -> bool:
     "Every Monte Carlo estimate within k standard errors (+1e-9) of its closed form."
     return bool(np.all(np.abs(np.asarray(exact) - np.asarray(mc)) <= k * np.asarray(se) + 1e-9))
 
+@rule(passes=dict(ce_at_optimum=[1.0], ce_optimised=[1.2], bound=[1.0]), fails=dict(ce_at_optimum=[1.0], ce_optimised=[0.9], bound=[1.0]))
 def rule_bound(ce_at_optimum, ce_optimised, bound, tol: float = 1e-6) -> bool:
     "Lemma A1: W* attains the bound, and no norm-constrained W goes below it."
     return bool(np.all(np.abs(np.asarray(ce_at_optimum) - bound) <= tol) and np.all(np.asarray(ce_optimised) >= np.asarray(bound) - tol))
+
+@rule(passes=dict(a=0.8, b=0.7), fails=dict(a=0.7, b=0.7))
+def rule_higher(a: float, b: float) -> bool:
+    "a > b (a tie does not pass)."
+    return bool(a > b)
+
+@rule(passes=dict(ce_at_optimum=[1.0], ce_optimised=[1.2], bound=[1.0], exact=[0.5], mc=[0.51], se=[0.005]),
+      fails=dict(ce_at_optimum=[1.0], ce_optimised=[1.2], bound=[1.0], exact=[0.5], mc=[0.6], se=[0.005]))
+def rule_theory(ce_at_optimum, ce_optimised, bound, exact, mc, se) -> bool:
+    "C12: the Lemma A1 bound holds (`rule_bound`) and every Monte Carlo case probability matches its closed form (`rule_closed_form`)."
+    return rule_bound(ce_at_optimum, ce_optimised, bound) and rule_closed_form(exact, mc, se)
