@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from collections.abc import Callable
 from pathlib import Path
 
-from .data import DataError, Layout, read_index
+from .data import DataError, Layout, read_tables
 
 # %% auto #0
 __all__ = ['REGISTRY', 'Dataset', 'register_dataset', 'get_dataset', 'find_folder']
@@ -42,9 +42,7 @@ class Dataset:
 
     def judge(self, path) -> None:
         "Raise a DataError naming what is wrong when the folder at `path` cannot be read."
-        path = Path(path)
-        for l in self.layouts:
-            if l.required or (path / l.index).exists(): read_index(path / l.index, l)
+        read_tables(Path(path), self.layouts)
         if self.check is not None: self.check(path)
 
 # %% ../nbs/24_datasets.ipynb #6225a0c3
