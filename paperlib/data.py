@@ -6,17 +6,15 @@
 from __future__ import annotations
 import os, io, csv, json, time, hashlib, sqlite3
 from dataclasses import dataclass, field, asdict
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 # %% auto #0
-__all__ = ['COLUMN_KINDS', 'LAYOUTS', 'FOLDER_CHECKS', 'DataError', 'Column', 'Layout', 'read_table', 'read_index', 'DataSource',
-           'embedded_source', 'cache_dir', 'content_digests', 'fingerprint_real', 'load_real', 'check_tables',
-           'read_tables', 'load_real_tables', 'register_layout', 'register_check', 'dataset_folders', 'dataset_status',
-           'read_mat_records']
+__all__ = ['COLUMN_KINDS', 'DataError', 'Column', 'Layout', 'read_table', 'read_index', 'DataSource', 'embedded_source',
+           'cache_dir', 'content_digests', 'fingerprint_real', 'load_real', 'check_tables', 'read_tables',
+           'load_real_tables', 'read_mat_records']
 
 # %% ../nbs/01_data.ipynb #e05f306b
 class DataError(ValueError):
@@ -292,49 +290,6 @@ def load_real_tables(root: str | Path, name: str, description: str, layouts: lis
     src = DataSource("real", name, description, fingerprint_real(root, files), str(root),
                      dict(tables={k: len(v) for k, v in tables.items()}))
     return src, tables
-
-# %% ../nbs/01_data.ipynb #03d37e84
-LAYOUTS: dict[str, list[Layout]] = {}
-
-def register_layout(slug: str, layout: Layout) -> Layout:
-    "Record that paper `slug` reads real data in `layout` (which names its dataset folder)."
-    if not layout.folder: raise ValueError(f"layout {layout.name!r} of paper {slug}: name its dataset folder (folder=...)")
-    LAYOUTS.setdefault(slug, [])
-    LAYOUTS[slug] = [l for l in LAYOUTS[slug] if l.name != layout.name] + [layout]
-    return layout
-
-# a folder read by a paper's own reader (pickles, .mat files, model snapshots) rather than through a Layout:
-# the reader itself checks it, raising a DataError that names the file
-FOLDER_CHECKS: dict[str, dict[str, Callable]] = {}
-
-def register_check(slug: str, folder: str, check: Callable) -> Callable:
-    "Record that paper `slug` reads dataset folder `folder` with `check(path)`, which raises a DataError when it is unusable."
-    FOLDER_CHECKS.setdefault(slug, {})[folder] = check
-    return check
-
-def dataset_folders(slug: str) -> list[str]:
-    "The dataset folders paper `slug` reads under the data root: those of its layouts, then those its readers check."
-    return list(dict.fromkeys([l.folder for l in LAYOUTS.get(slug, [])] + list(FOLDER_CHECKS.get(slug, {}))))
-
-def _check_folder(slug: str, folder: str, p: Path):
-    for l in LAYOUTS.get(slug, []):
-        if l.folder == folder and (l.required or (p / l.index).exists()): read_index(p / l.index, l)
-    if folder in FOLDER_CHECKS.get(slug, {}): FOLDER_CHECKS[slug][folder](p)
-
-def dataset_status(slug: str, data_root: str | Path, folders=()) -> list[dict]:
-    """For each dataset folder of paper `slug` (and `folders`, e.g. its frontmatter's): is it under `data_root`, and
-    do its tables or its reader accept it? A folder nothing is registered to check is found or not, never judged."""
-    out = []
-    for folder in dict.fromkeys([*dataset_folders(slug), *folders]):
-        p, row = Path(data_root) / folder, dict(folder=folder, found=False, valid=None, error=None)
-        row["found"] = p.is_dir()
-        if row["found"] and folder not in dataset_folders(slug):
-            row["error"] = "nothing registered to check its contents (register_layout or register_check)"
-        elif row["found"]:
-            try: _check_folder(slug, folder, p); row["valid"] = True
-            except DataError as e: row.update(valid=False, error=str(e))
-        out.append(row)
-    return out
 
 # %% ../nbs/01_data.ipynb #8f0a7735
 def read_mat_records(path, struct: str, fields, *, ints=(), minimum: int | None = None, unique=()) -> pd.DataFrame:

@@ -16,8 +16,8 @@ from .data import DataError, Column, Layout, read_tables, read_mat_records
 
 # %% auto #0
 __all__ = ['REGISTRY', 'CUB_IMAGES_TXT', 'CUB_LABELS_TXT', 'CUB_LAYOUTS', 'CUB_BREAKAGES', 'CUB', 'CARS_BREAKAGES', 'CARS',
-           'Dataset', 'register_dataset', 'get_dataset', 'find_folder', 'check_class_range', 'tiny_image', 'cub_home',
-           'read_cub', 'write_tiny_cub', 'read_cars', 'write_tiny_cars']
+           'Dataset', 'register_dataset', 'get_dataset', 'find_folder', 'dataset_folders', 'folder_status',
+           'check_class_range', 'tiny_image', 'cub_home', 'read_cub', 'write_tiny_cub', 'read_cars', 'write_tiny_cars']
 
 # %% ../nbs/24_datasets.ipynb #f9fe6ab5
 @dataclass(eq=False)
@@ -88,6 +88,32 @@ def find_folder(root, dataset: Dataset | str) -> Path | None:
     "`root/<name>` for the first of the dataset's names (ours, then the archive's) that is a folder there; else None."
     if isinstance(dataset, str): dataset = REGISTRY.get(dataset) or Dataset(dataset, "", check=lambda p: None)
     return next((Path(root) / n for n in dataset.names if (Path(root) / n).is_dir()), None)
+
+# %% ../nbs/24_datasets.ipynb #d84bba92
+def dataset_folders(slug: str) -> tuple:
+    "The dataset folders paper `slug` declares (`DATASETS` in its module); a ValueError naming one no dataset is registered for."
+    declared = tuple(getattr(importlib.import_module(f"paperlib.papers.{slug}"), "DATASETS", ()))
+    for f in declared:
+        if f not in REGISTRY:
+            raise ValueError(f"paper {slug} declares dataset folder {f!r}, which no Dataset registers; "
+                             f"registered folders: {', '.join(sorted(REGISTRY)) or 'none'}")
+    return declared
+
+def folder_status(data_root, slugs) -> list[dict]:
+    """One row per dataset folder the papers `slugs` declare: the papers that read it, where it is under `data_root`
+    (`found`: under our name or an archive's, else None) and whether its dataset accepts it (`valid`, `error`)."""
+    readers: dict[str, list] = {}
+    for s in slugs:
+        for f in dataset_folders(s): readers.setdefault(f, []).append(s)
+    out = []
+    for f, papers in readers.items():
+        ds, p = REGISTRY[f], find_folder(data_root, f)
+        row = dict(folder=f, papers=papers, found=p, valid=None, error=None)
+        if p is not None:
+            try: ds.judge(p); row["valid"] = True
+            except DataError as e: row.update(valid=False, error=str(e))
+        out.append(row)
+    return out
 
 # %% ../nbs/24_datasets.ipynb #4136e497
 def check_class_range(df: pd.DataFrame, where, lo: int, hi: int, col: str = "class_id", name: str | None = None) -> pd.DataFrame:
