@@ -25,7 +25,7 @@ class Dataset:
     "One data folder under the data root: how it is read and judged, the names it may have, a tiny copy and its breakages."
     folder: str
     description: str
-    layouts: tuple = ()                  # its tables, each read with `read_index`
+    layouts: tuple = ()                  # its tables, read and cross-checked by `read_tables`
     check: Callable | None = None        # check(path): the reader itself (it reads the layouts); a DataError when unusable
     write_tiny: Callable | None = None   # write_tiny(path): a tiny copy in the real layout at `path`, for the tests
     breakages: tuple = ()                # (name, mutate(path), a substring of the DataError it must raise)
