@@ -60,9 +60,11 @@ def code_digest() -> str:
     return _sha(sorted((p.relative_to(pkg).as_posix(), _sha(p.read_bytes())) for p in pkg.rglob("*.py")))[:16]
 
 def dataset_fingerprints(data_root: str | Path | None, folders: list[str]) -> dict | None:
-    "folder -> content fingerprint (or 'absent') of each dataset folder under `data_root` (None without a data root)."
+    """folder -> content fingerprint (or 'absent') of each dataset folder under `data_root`, found as the run finds it:
+    under our name or its archive's (the library's datasets; paper modules are not imported here). None without a data root."""
     if not data_root: return None
-    return {f: fingerprint_real(Path(data_root) / f) if (Path(data_root) / f).is_dir() else "absent" for f in folders}
+    from paperlib.datasets import find_folder
+    return {f: fingerprint_real(p) if (p := find_folder(data_root, f)) is not None else "absent" for f in folders}
 
 def gpu_visible() -> bool:
     "Whether this machine shows an NVIDIA GPU, without importing torch (the cache check must stay fast)."

@@ -79,21 +79,22 @@ def cmd_list(root: Path | None = None, data_root: str | None = None) -> str:
     return out + ("\n\n" + datasets_table(data_root, root) if data_root else "")
 
 def datasets_table(data_root: str, root: Path | None = None) -> str:
-    "Per paper and dataset folder: found under `data_root`, valid, and the first line of the error."
+    "One row per dataset folder the papers read: the papers, found under `data_root` (and as which name), valid, the error's first line."
     import importlib
-    from paperlib.data import dataset_status
+    from paperlib.datasets import folder_status, dataset_folders
     d = resolve_data_root(data_root, Path.cwd())
-    rows = []
+    rows, slugs = [], []
     for r in collection_rows(read_settings(root)["reports"], root):
-        try: importlib.import_module(f"paperlib.papers.{r['slug']}")
+        try: importlib.import_module(f"paperlib.papers.{r['slug']}"); dataset_folders(r["slug"])
         except Exception as e:
-            rows.append([r["slug"], "", "", "", f"module failed to import: {type(e).__name__}: {e}"]); continue
-        status = dataset_status(r["slug"], d, r["datasets"])   # every folder the paper reads, as its frontmatter lists them
-        if not status: rows.append([r["slug"], "(none)", "", "", "embedded data only"])
-        for st in status:
-            rows.append([r["slug"], f"{st['folder']}/", "yes" if st["found"] else "no",
-                         {True: "yes", False: "NO", None: ""}[st["valid"]], (st["error"] or "").splitlines()[0] if st["error"] else ""])
-    return f"datasets under {d}:\n" + format_table(rows, ["paper", "folder", "found", "valid", "error"])
+            rows.append(["", r["slug"], "", "", f"module failed to import: {type(e).__name__}: {e}"]); continue
+        slugs.append(r["slug"])
+    for st in folder_status(d, slugs):          # a folder read by several papers is judged once
+        found = st["found"]
+        rows.append([f"{st['folder']}/", ", ".join(st["papers"]),
+                     "no" if found is None else "yes" if found.name == st["folder"] else f"yes, as {found.name}/",
+                     {True: "yes", False: "NO", None: ""}[st["valid"]], (st["error"] or "").splitlines()[0] if st["error"] else ""])
+    return f"datasets under {d}:\n" + format_table(rows, ["folder", "read by", "found", "valid", "error"])
 
 def main(argv=None) -> int:
     args = parser().parse_args(argv)

@@ -294,6 +294,7 @@ class RunContext:
     plan_items: dict = field(default_factory=dict)   # the sizes declared with `ctx.sizes`, for the report's plan table
     dry_run: bool = False        # a full-profile dry run: full-size models, each loop a few steps (see `Size.dry`)
     looked_for: dict = field(default_factory=dict)   # dataset folder -> where it was found under data_root (None: absent)
+    looked_names: dict = field(default_factory=dict) # dataset folder -> the names tried: ours, then its archive's
 
     @classmethod
     def create(cls, slug, *args, **kw):
@@ -332,13 +333,17 @@ class RunContext:
         return compute_threads(self.threads)
 
     def dataset(self, folder: str) -> Path | None:
-        "`<data_root>/<folder>` when this run's data root holds it, else None (the paper runs on its embedded default)."
+        """The folder `folder` under this run's data root, found under our name or a name its official archive extracts
+        to (`paperlib.datasets`); None when the data root holds none of them (the paper runs on its embedded default)."""
         if self.data_root is None: return None
-        p = self.data_root / folder
+        from paperlib.datasets import REGISTRY, find_folder      # imported here: paperlib.datasets reads data, not core
+        names = REGISTRY[folder].names if folder in REGISTRY else (folder,)
+        p = find_folder(self.data_root, folder)
         # kept for the report and the batch summary: a data root that holds none of a paper's folders is said aloud
-        self.looked_for[folder] = str(p) if p.is_dir() else None
-        if p.is_dir(): return p
-        print(f"no {folder}/ under data_root {self.data_root}: this paper runs on its embedded default")
+        self.looked_for[folder] = str(p) if p is not None else None
+        self.looked_names[folder] = list(names)
+        if p is not None: return p
+        print(f"no {' or '.join(n + '/' for n in names)} under data_root {self.data_root}: this paper runs on its embedded default")
         return None
 
     @contextlib.contextmanager

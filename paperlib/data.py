@@ -6,16 +6,15 @@
 from __future__ import annotations
 import os, io, csv, json, time, hashlib, sqlite3
 from dataclasses import dataclass, field, asdict
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 # %% auto #0
-__all__ = ['COLUMN_KINDS', 'LAYOUTS', 'FOLDER_CHECKS', 'DataError', 'Column', 'Layout', 'read_table', 'read_index', 'DataSource',
-           'embedded_source', 'cache_dir', 'content_digests', 'fingerprint_real', 'load_real', 'load_real_tables',
-           'register_layout', 'register_check', 'dataset_folders', 'dataset_status', 'read_mat_records']
+__all__ = ['COLUMN_KINDS', 'DataError', 'Column', 'Layout', 'read_table', 'read_index', 'DataSource', 'embedded_source',
+           'cache_dir', 'content_digests', 'fingerprint_real', 'load_real', 'check_tables', 'read_tables',
+           'load_real_tables', 'read_mat_records']
 
 # %% ../nbs/01_data.ipynb #e05f306b
 class DataError(ValueError):
@@ -55,6 +54,8 @@ class Layout:
     unique: tuple = ()           # column names (or tuples of them) whose values must not repeat
     quoting: bool = True         # False: a double quote is an ordinary character (e.g. STS-B's sentences)
     extra_fields: bool = False   # True (no header): lines may have more fields than `columns`; the rest is ignored
+    refs: dict = field(default_factory=dict)   # column -> (other table's index, its column): values must have a row there
+    files: tuple = ()            # (column, base): the file each row names must exist under `<folder>/<base>`
 
     def describe(self) -> str:
         "The layout as markdown, for the notebook and the guide."
@@ -65,6 +66,8 @@ class Layout:
         extra = f"\n\nFiles listed in `{self.path_column}` live under `{self.path_base}/`." if self.path_column else ""
         opt = f" Optional: {', '.join(f'`{o}`' for o in self.optional)}." if self.optional else ""
         uniq = f" Values that must not repeat: {', '.join(map(str, self.unique))}." if self.unique else ""
+        uniq += "".join(f" Every `{c}` has a row in `{t}` (`{oc}`)." for c, (t, oc) in self.refs.items())
+        uniq += f" The files named in `{self.files[0]}` live under `{self.files[1]}/`." if self.files else ""
         where = f"<data_root>/{self.folder}/{self.index}" if self.folder else f"<root>/{self.index}"
         return (f"**{self.name}**: {self.description}\n\n`{where}` ({how}{'' if self.required else '; optional'}):\n\n"
                 f"| column | kind | valid values | may be empty | meaning |\n|---|---|---|---|---|\n{rows}{extra}{opt}{uniq}")
@@ -251,59 +254,42 @@ def load_real(root: str | Path, layout: Layout) -> tuple[DataSource, pd.DataFram
     return src, index
 
 # %% ../nbs/01_data.ipynb #6471ea64
+def check_tables(root: str | Path, layouts: list, tables: dict) -> list[Path]:
+    "Check the `refs` and `files` of each read table ({layout.name: DataFrame}); return the files the tables name."
+    root, by_index, named = Path(root), {l.index: l for l in layouts}, []
+    for l in layouts:
+        if l.name not in tables: continue
+        df, path = tables[l.name], root / l.index
+        at = lambda i: f"{path}, row {df.attrs['lines'][i]}"
+        for col, (other, ocol) in l.refs.items():
+            if other not in by_index or by_index[other].name not in tables: continue    # an absent optional table
+            bad = ~df[col].isin(set(tables[by_index[other].name][ocol])).to_numpy()
+            if bad.any():
+                i = int(np.argmax(bad))
+                raise DataError(f"{at(i)}, column {col!r}: value {df[col].iloc[i]} has no row in {root / other} (column {ocol!r})")
+        if l.files:
+            col, base = l.files
+            for i, rel in enumerate(df[col]):
+                if not (root / base / rel).is_file(): raise DataError(f"{at(i)}, column {col!r}: missing file {root / base / rel}")
+            named += [Path(base) / r for r in df[col]]
+    return named
+
+def read_tables(root: str | Path, layouts: list) -> tuple[dict, list[Path]]:
+    "({layout.name: DataFrame} of every required table and every optional one present, the files they name), cross-checked."
+    root = Path(root)
+    tables = {l.name: read_index(root / l.index, l) for l in layouts if l.required or (root / l.index).exists()}
+    return tables, check_tables(root, layouts, tables)
+
 def load_real_tables(root: str | Path, name: str, description: str, layouts: list) -> tuple[DataSource, dict]:
     "Validate every table of a multi-file dataset under `root`; return its DataSource and {layout.name: DataFrame}."
     root = Path(root)
     need = ", ".join(l.index for l in layouts if l.required)
     if not root.is_dir(): raise DataError(f"data folder {root} does not exist (the {name} layout needs {need})")
-    tables = {l.name: read_index(root / l.index, l) for l in layouts if l.required or (root / l.index).exists()}
-    files = [l.index for l in layouts if l.name in tables]
+    tables, named = read_tables(root, layouts)
+    files = [l.index for l in layouts if l.name in tables] + named
     src = DataSource("real", name, description, fingerprint_real(root, files), str(root),
                      dict(tables={k: len(v) for k, v in tables.items()}))
     return src, tables
-
-# %% ../nbs/01_data.ipynb #03d37e84
-LAYOUTS: dict[str, list[Layout]] = {}
-
-def register_layout(slug: str, layout: Layout) -> Layout:
-    "Record that paper `slug` reads real data in `layout` (which names its dataset folder)."
-    if not layout.folder: raise ValueError(f"layout {layout.name!r} of paper {slug}: name its dataset folder (folder=...)")
-    LAYOUTS.setdefault(slug, [])
-    LAYOUTS[slug] = [l for l in LAYOUTS[slug] if l.name != layout.name] + [layout]
-    return layout
-
-# a folder read by a paper's own reader (pickles, .mat files, model snapshots) rather than through a Layout:
-# the reader itself checks it, raising a DataError that names the file
-FOLDER_CHECKS: dict[str, dict[str, Callable]] = {}
-
-def register_check(slug: str, folder: str, check: Callable) -> Callable:
-    "Record that paper `slug` reads dataset folder `folder` with `check(path)`, which raises a DataError when it is unusable."
-    FOLDER_CHECKS.setdefault(slug, {})[folder] = check
-    return check
-
-def dataset_folders(slug: str) -> list[str]:
-    "The dataset folders paper `slug` reads under the data root: those of its layouts, then those its readers check."
-    return list(dict.fromkeys([l.folder for l in LAYOUTS.get(slug, [])] + list(FOLDER_CHECKS.get(slug, {}))))
-
-def _check_folder(slug: str, folder: str, p: Path):
-    for l in LAYOUTS.get(slug, []):
-        if l.folder == folder and (l.required or (p / l.index).exists()): read_index(p / l.index, l)
-    if folder in FOLDER_CHECKS.get(slug, {}): FOLDER_CHECKS[slug][folder](p)
-
-def dataset_status(slug: str, data_root: str | Path, folders=()) -> list[dict]:
-    """For each dataset folder of paper `slug` (and `folders`, e.g. its frontmatter's): is it under `data_root`, and
-    do its tables or its reader accept it? A folder nothing is registered to check is found or not, never judged."""
-    out = []
-    for folder in dict.fromkeys([*dataset_folders(slug), *folders]):
-        p, row = Path(data_root) / folder, dict(folder=folder, found=False, valid=None, error=None)
-        row["found"] = p.is_dir()
-        if row["found"] and folder not in dataset_folders(slug):
-            row["error"] = "nothing registered to check its contents (register_layout or register_check)"
-        elif row["found"]:
-            try: _check_folder(slug, folder, p); row["valid"] = True
-            except DataError as e: row.update(valid=False, error=str(e))
-        out.append(row)
-    return out
 
 # %% ../nbs/01_data.ipynb #8f0a7735
 def read_mat_records(path, struct: str, fields, *, ints=(), minimum: int | None = None, unique=()) -> pd.DataFrame:

@@ -358,7 +358,8 @@ def data_root_unused(manifest: dict | None) -> str:
     m = manifest or {}
     root = (m.get("parameters") or {}).get("data_root")
     if not root or (m.get("data") or {}).get("kind") == "real": return ""
-    looked = [f"{f}/" for f, where in (m.get("data_looked_for") or {}).items() if not where]
+    names = m.get("data_looked_names") or {}
+    looked = [" or ".join(f"{n}/" for n in names.get(f, [f])) for f, where in (m.get("data_looked_for") or {}).items() if not where]
     return (f"data root {root} was given, but the run used its embedded default"
             + (f": none of {', '.join(looked)} is there" if looked else ""))
 

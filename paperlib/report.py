@@ -622,7 +622,9 @@ class Report:
         write_json(self.out / "values.json", values)
         self._register(self.out / "values.json")
         manifest["artefacts"] = sorted(self.artefacts)
-        if self.ctx.data_root is not None: manifest["data_looked_for"] = dict(self.ctx.looked_for)
+        if self.ctx.data_root is not None:
+            manifest["data_looked_for"] = dict(self.ctx.looked_for)
+            manifest["data_looked_names"] = dict(self.ctx.looked_names)
         manifest["values_digest"] = hashlib.sha256(json.dumps(values, sort_keys=True).encode()).hexdigest()[:16]
         write_json(self.out / "manifest.json", manifest)
         if blind:

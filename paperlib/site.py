@@ -286,14 +286,18 @@ def _markdown(text: str) -> str:
 
 def paper_layouts(slugs: list[str]) -> tuple[dict, dict]:
     "Import every `paperlib.papers.<slug>` module: (slug -> layouts, slug -> import error)."
-    from paperlib.data import LAYOUTS
-    errors = {}
+    from paperlib.datasets import REGISTRY, dataset_folders
+    errors, layouts = {}, {}
     for s in slugs:
         try: importlib.import_module(f"paperlib.papers.{s}")
         except ModuleNotFoundError as e:
             if e.name != f"paperlib.papers.{s}": errors[s] = f"{type(e).__name__}: {e}"
         except Exception as e: errors[s] = f"{type(e).__name__}: {e}"
-    return {s: list(LAYOUTS.get(s, [])) for s in slugs}, errors
+        if s in errors: continue
+        try: layouts[s] = [l for f in dataset_folders(s) for l in REGISTRY[f].layouts]
+        except ModuleNotFoundError: layouts[s] = []          # a paper without a module has no real-data path
+        except ValueError as e: errors[s] = f"{type(e).__name__}: {e}"
+    return layouts, errors
 
 def datasets_markdown(rows: list[dict], manifests: dict, layouts: dict, errors: dict, page_of: dict) -> str:
     "The guide's generated section: each paper's embedded default and real-data layouts."

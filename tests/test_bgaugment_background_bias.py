@@ -10,6 +10,7 @@ import torch
 from PIL import Image
 
 from paperlib.data import DataError
+from paperlib.datasets import CUB as CUB_DATASET, CARS, write_tiny_cub, write_tiny_cars
 from paperlib.papers.bgaugment_background_bias import (
     composite, random_resized_crop, corrupt, bgaugment, attribution_maps, foreground_score, overlap, iou, perturb_mask,
     pair_classes, make_digit_pairs, home_texture, render_texture, background_bank, B_TRAIN_PHOTOS, B_TEST_PHOTOS,
@@ -277,7 +278,7 @@ def test_run_cell_is_deterministic_and_complete():
 TRAIN_CLASSES = 32            # a batch of 32 with one image per class (ArcFace, Normalized Softmax) needs 32 classes
 
 
-def _img(path, size=(12, 10), value=100, mode="RGB"):
+def _img(path, size=(24, 24), value=100, mode="RGB"):
     path.parent.mkdir(parents=True, exist_ok=True)
     shape = (size[1], size[0], 3) if mode == "RGB" else (size[1], size[0])
     Image.fromarray(np.full(shape, value, np.uint8), mode).save(path)
@@ -290,33 +291,17 @@ def _classes(train_end, val_start, test_start):
 
 
 def write_cub(root: Path, classes=None):
-    "CUB-200-2011 under root/cub2011 (images.txt, image_class_labels.txt, images, masks)."
-    cub = root / "cub2011" / "CUB_200_2011"
-    lines, labs = [], []
-    for c, per in (classes or _classes(75, 80, 120)):
-        for k in range(per):
-            rel = f"{c:03d}.Bird/b_{c}_{k}.jpg"
-            _img(cub / "images" / rel, value=(7 * c + 50 * k) % 256)
-            _img(root / "cub2011" / "images_masked" / f"b_{c}_{k}.png", mode="L", value=255)
-            lines.append(f"{len(lines) + 1} {rel}"); labs.append(f"{len(labs) + 1} {c}")
-    (cub / "images.txt").write_text("\n".join(lines) + "\n")
-    (cub / "image_class_labels.txt").write_text("\n".join(labs) + "\n")
+    "The library's tiny CUB-200-2011 under root/cub2011, with our masks in images_masked/."
+    write_tiny_cub(root / "cub2011", classes or _classes(75, 80, 120))
+    for p in (root / "cub2011" / "CUB_200_2011" / "images").rglob("*.jpg"):
+        _img(root / "cub2011" / "images_masked" / f"{p.stem}.png", mode="L", value=255)
 
 
 def write_cars(root: Path, classes=None):
-    "Cars196 under root/cars196 (cars_annos.mat, car_ims, car_ims_masked)."
-    from scipy.io import savemat
-    base = root / "cars196"
-    rows = []
-    for c, per in (classes or _classes(74, 80, 120)):
-        for k in range(per):
-            i = len(rows)
-            rel = f"car_ims/{i:06d}.jpg"
-            _img(base / rel, value=(5 * c + 40 * k) % 256)
-            _img(base / "car_ims_masked" / f"{i:06d}.png", mode="L", value=200)
-            rows.append((rel, c, 0))
-    ann = np.array(rows, dtype=[("relative_im_path", "O"), ("class", "O"), ("test", "O")])
-    savemat(base / "cars_annos.mat", {"annotations": ann})
+    "The library's tiny Cars196 under root/cars196, with our masks in car_ims_masked/."
+    write_tiny_cars(root / "cars196", classes or _classes(74, 80, 120))
+    for p in (root / "cars196" / "car_ims").glob("*.jpg"):
+        _img(root / "cars196" / "car_ims_masked" / f"{p.stem}.png", mode="L", value=200)
 
 
 def write_sop(root: Path):
@@ -376,20 +361,6 @@ CUB = "cub2011/CUB_200_2011/"
 SOP = "Stanford_Online_Products/"
 
 
-def _cars_class(root):
-    from scipy.io import savemat
-    rows = [(f"car_ims/{i:06d}.jpg", "sedan" if i == 1 else 1 + i, 0) for i in range(3)]
-    savemat(Path(root) / "cars196" / "cars_annos.mat",
-            {"annotations": np.array(rows, dtype=[("relative_im_path", "O"), ("class", "O"), ("test", "O")])})
-
-
-def _cars_field(root):
-    from scipy.io import savemat
-    rows = [(f"car_ims/{i:06d}.jpg", 0) for i in range(3)]
-    savemat(Path(root) / "cars196" / "cars_annos.mat",
-            {"annotations": np.array(rows, dtype=[("relative_im_path", "O"), ("test", "O")])})
-
-
 def _too_few_train_classes(root):
     for f in DATASET_FOLDERS.values():
         if f != "cub2011": import shutil; shutil.rmtree(Path(root) / f)
@@ -398,29 +369,17 @@ def _too_few_train_classes(root):
     shutil.rmtree(Path(root) / "cub2011"); (Path(root) / "cub_small" / "cub2011").rename(Path(root) / "cub2011")
 
 
-BREAKAGES = [
-    ("cub class id not a number", _edit(CUB + "image_class_labels.txt", _set(1, "2 bird")),
-     "image_class_labels.txt, row 2, column 'class_id': 'bird' is not a valid int"),
-    ("cub class id out of range", _edit(CUB + "image_class_labels.txt", _set(2, "3 0")),
-     "image_class_labels.txt, row 3, column 'class_id': 0 is not a class number (1-200)"),
-    ("cub duplicate image id in images.txt", _edit(CUB + "images.txt", lambda l: l[:2] + ["1 " + l[2].split()[1]] + l[3:]),
-     "images.txt, row 3, column 'image_id': '1' repeats row 1"),
-    ("cub duplicate image id in labels", _edit(CUB + "image_class_labels.txt", _set(3, "1 4")),
-     "image_class_labels.txt, row 4, column 'image_id': '1' repeats row 1"),
-    ("cub empty images.txt", lambda root: (Path(root) / CUB / "images.txt").write_text(""), "images.txt has no rows"),
-    ("cub row with a missing field", _edit(CUB + "images.txt", _set(3, "4")), "images.txt, row 4: 1 fields, but the format has 2"),
-    ("cub image without a class", _edit(CUB + "image_class_labels.txt", lambda l: l[:4] + l[5:]),
-     "images.txt, row 5, column 'image_id': image 5 has no class"),
-    ("cub label for an unknown image", _edit(CUB + "image_class_labels.txt", lambda l: l + ["999 3"]),
-     "image_class_labels.txt, row 41, column 'image_id': image 999 is not in"),
-    ("cub images.txt not UTF-8", lambda root: (Path(root) / CUB / "images.txt").write_bytes(b"1 001.Bird/b_\xff.jpg\n"),
-     "images.txt, row 1: not UTF-8"),
-    ("cub missing image file", lambda root: (Path(root) / CUB / "images/002.Bird/b_2_0.jpg").unlink(),
-     "images.txt, row 2, column 'path': missing image file"),
-    ("cub missing mask", lambda root: (Path(root) / "cub2011/images_masked/b_3_0.png").unlink(),
+def _in_folder(mutate, folder):
+    return lambda root: mutate(Path(root) / folder)
+
+
+# the library's breakages of the shared datasets, seen through this paper's loader, then this paper's own
+BREAKAGES = [(f"{ds.folder}: {name}", _in_folder(mutate, ds.folder), expected)
+             for ds in (CUB_DATASET, CARS) for name, mutate, expected in ds.breakages] + [
+    ("cub missing mask", lambda root: (Path(root) / "cub2011/images_masked/Bird_3_0000.png").unlink(),
      "images.txt, row 3: missing mask"),
-    ("cub mask of another size", lambda root: _img(Path(root) / "cub2011/images_masked/b_4_0.png", size=(5, 5), mode="L"),
-     "b_4_0.png is 5x5 but its image"),
+    ("cub mask of another size", lambda root: _img(Path(root) / "cub2011/images_masked/Bird_4_0000.png", size=(5, 5), mode="L"),
+     "Bird_4_0000.png is 5x5 but its image"),
     ("cub 8 training classes", _too_few_train_classes, "cub2011 (train 0-74, val 75-99, test 100-199): the train split has 8 classes"),
     ("cub no validation class", _edit(CUB + "image_class_labels.txt", lambda l: [x if int(x.split()[1]) != 82 and int(x.split()[1]) != 81
                                                                                    else f"{x.split()[0]} 3" for x in l]),
@@ -432,10 +391,6 @@ BREAKAGES = [
     ("sop duplicate image id", _edit(SOP + "Ebay_test.txt", _set(2, "1 11319 1 bicycle_final/11319_1.JPG")),
      "Ebay_test.txt, row 3, column 'image_id': '1' repeats row 2"),
     ("sop empty file", lambda root: (Path(root) / SOP / "Ebay_test.txt").write_text(""), "Ebay_test.txt is empty"),
-    ("cars class not a number", _cars_class, "cars_annos.mat, row 2 of 'annotations', field 'class': 'sedan' is not a whole number"),
-    ("cars field missing", _cars_field, "cars_annos.mat: the 'annotations' struct has no field 'class'"),
-    ("cars mat not a mat file", lambda root: (Path(root) / "cars196/cars_annos.mat").write_text("hello"),
-     "cars_annos.mat: cannot read the 'annotations' struct"),
     ("background photo undecodable", lambda root: (Path(root) / BACKGROUND_FOLDER / "test/1.jpeg").write_bytes(b"no jpeg"),
      "unsplash_backgrounds/test/1.jpeg: cannot decode the background photo"),
     ("background folder empty", lambda root: [p.unlink() for p in (Path(root) / BACKGROUND_FOLDER / "val").glob("*")],
@@ -481,7 +436,7 @@ def test_bom_header_is_read(tiny):
 def test_fingerprint_covers_images_masks_and_backgrounds(tiny):
     fp = load_tiny(tiny)[0].fingerprint
     assert load_tiny(tiny)[0].fingerprint == fp
-    for rel, mode in (("cub2011/images_masked/b_5_0.png", "L"), (CUB + "images/006.Bird/b_6_0.jpg", "RGB"),
+    for rel, mode in (("cub2011/images_masked/Bird_5_0000.png", "L"), (CUB + "images/006.Bird_6/Bird_6_0000.jpg", "RGB"),
                       (SOP + "SOP_masked/bicycle_final/3_0.png", "L"), (BACKGROUND_FOLDER + "/val/0.jpeg", "RGB")):
         _img(tiny / rel, value=1, mode=mode)                    # garbage content, same layout
         new = load_tiny(tiny)[0].fingerprint
@@ -515,9 +470,9 @@ def test_check_splits_names_the_split():
 
 
 def test_undecodable_image_is_skipped_with_warning_and_counted(tiny):
-    (tiny / CUB / "images/081.Bird/b_81_0.jpg").write_bytes(b"not a jpeg at all")
+    (tiny / CUB / "images/081.Bird_81/Bird_81_0000.jpg").write_bytes(b"not a jpeg at all")
     ix = load_cub(tiny / "cub2011")
-    with pytest.warns(UserWarning, match="b_81_0.jpg: cannot decode"):
+    with pytest.warns(UserWarning, match="Bird_81_0000.jpg: cannot decode"):
         s, skipped = load_images(ix[ix.split == "val"], size=8)
     assert skipped == 1 and len(s.y) == 3
 

@@ -1,26 +1,81 @@
-"""Every folder a paper reads is declared once and judged by `paperlib list --data-root`: the frontmatter's datasets
-equal the folders registered with a layout or a reader's check, and a folder read by a paper's own reader is judged
-by that reader."""
+"""Every folder a paper reads is one registered dataset, declared by the paper and judged once by `paperlib list
+--data-root`: the frontmatter's datasets equal the module's `DATASETS`, a folder read by a paper's own reader is judged
+by that reader, and a folder is found under its official archive's name as well as ours."""
 import importlib, subprocess, sys
 
 import pytest
 
 from paperlib.collection import paper_notebooks, paper_meta
-from paperlib.data import dataset_folders, dataset_status
+from paperlib.datasets import REGISTRY, dataset_folders, folder_status
+
 
 @pytest.mark.parametrize("slug", list(paper_notebooks()))
-def test_frontmatter_datasets_are_the_registered_folders(slug):
+def test_frontmatter_datasets_are_the_declared_folders(slug):
     importlib.import_module(f"paperlib.papers.{slug}")
-    assert sorted(paper_meta(paper_notebooks()[slug])["datasets"]) == sorted(dataset_folders(slug))
+    assert tuple(paper_meta(paper_notebooks()[slug])["datasets"]) == dataset_folders(slug)
+
+
+def test_a_folder_has_one_dataset_shared_by_its_papers():
+    for slug in paper_notebooks(): importlib.import_module(f"paperlib.papers.{slug}")
+    readers = {}
+    for slug in paper_notebooks():
+        for f in dataset_folders(slug): readers.setdefault(f, []).append(slug)
+    assert readers["cub2011"] == readers["cars196"] == ["bgaugment_background_bias", "findml_parade"]
+    assert set(readers) <= set(REGISTRY)
+
+
+@pytest.mark.parametrize("folder", ["cub2011", "cars196"])
+def test_library_dataset_tiny_copy_is_valid_and_each_breakage_is_named(folder, tmp_path):
+    ds = REGISTRY[folder]
+    for name, mutate, expected in ds.breakages:
+        path = tmp_path / name.replace(" ", "_") / folder
+        ds.write_tiny(path)
+        ds.judge(path)
+        mutate(path)
+        with pytest.raises(Exception) as e: ds.judge(path)
+        assert expected in str(e.value), (name, str(e.value))
+
 
 def test_list_judges_folders_read_by_a_papers_own_reader(tmp_path):
     importlib.import_module("paperlib.papers.supcon_strata")
     (tmp_path / "cifar-10-batches-py").mkdir()                     # present but empty: the reader says what is missing
-    rows = {r["folder"]: r for r in dataset_status("supcon_strata", tmp_path)}
+    rows = {r["folder"]: r for r in folder_status(tmp_path, ["supcon_strata"])}
     assert rows["cifar-10-batches-py"]["found"] and rows["cifar-10-batches-py"]["valid"] is False
     assert "cifar-10-batches-py" in rows["cifar-10-batches-py"]["error"]
-    assert rows["MNIST"]["found"] is False and rows["MNIST"]["valid"] is None
+    assert rows["MNIST"]["found"] is None and rows["MNIST"]["valid"] is None
     r = subprocess.run([sys.executable, "-m", "paperlib.cli", "list", "--data-root", str(tmp_path)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     line = next(l for l in r.stdout.splitlines() if "cifar-10-batches-py/" in l)
     assert "NO" in line and "yes" in line                            # found, not valid
+
+
+def test_list_judges_a_shared_folder_once_naming_its_papers(tmp_path):
+    REGISTRY["cub2011"].write_tiny(tmp_path)                                 # the archive unpacked into the data root
+    (tmp_path / "CUB_200_2011" / "image_class_labels.txt").write_text("1 1\n2 bird\n")
+    r = subprocess.run([sys.executable, "-m", "paperlib.cli", "list", "--data-root", str(tmp_path)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    lines = [l for l in r.stdout.splitlines() if l.startswith("cub2011/")]
+    assert len(lines) == 1 and "bgaugment_background_bias, findml_parade" in lines[0], r.stdout
+    assert "yes, as CUB_200_2011/" in lines[0] and "NO" in lines[0] and "'bird' is not a valid int" in lines[0]
+
+
+def test_a_paper_declaring_an_unregistered_folder_is_refused(monkeypatch):
+    mod = importlib.import_module("paperlib.papers.tariff_ood")
+    monkeypatch.setattr(mod, "DATASETS", ("powertac", "powertac_v2"))
+    with pytest.raises(ValueError, match="paper tariff_ood declares dataset folder 'powertac_v2', which no Dataset registers; "
+                                         "registered folders: .*cub2011"):
+        dataset_folders("tariff_ood")
+
+
+def test_loader_finds_the_dataset_under_its_archive_name(tmp_path):
+    "findml_parade's CUB loader, given the folder the run found under the archive's name `CUB_200_2011/`."
+    from paperlib.core import RunContext
+    from paperlib.papers.findml_parade import load_cub
+    REGISTRY["cub2011"].write_tiny(tmp_path)                                  # tmp_path/CUB_200_2011/...
+    ctx = RunContext.create("findml_parade", profile="ci", seed=0, data_root=str(tmp_path), out_dir=str(tmp_path / "out"))
+    found = ctx.dataset("cub2011")
+    assert found == tmp_path / "CUB_200_2011" and ctx.looked_for == {"cub2011": str(found)}
+    cub, why = load_cub(found)
+    assert len(cub) == 128 and cub.label.nunique() == 8 and "image_attribute_labels.txt is missing" in why
+    assert ctx.dataset("cars196") is None and ctx.looked_names["cars196"] == ["cars196"]
+    assert ctx.looked_names["cub2011"] == ["cub2011", "CUB_200_2011"]

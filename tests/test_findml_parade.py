@@ -11,6 +11,7 @@ import torch
 from PIL import Image
 
 from paperlib.data import DataError
+from paperlib.datasets import CUB as CUB_DATASET, CARS, write_tiny_cub, write_tiny_cars
 from paperlib.fairness import subgroup_gap, check_shares
 from paperlib.metric import train_embedder
 from paperlib.papers.findml_parade import (
@@ -304,23 +305,17 @@ def _img(path: Path, base, k: int, size=(24, 24)):
 
 
 def write_cub(root: Path):
+    "The library's tiny CUB-200-2011 (N_CLASSES x PER_CLASS) with our attribute tables: primary colours 2-5."
+    write_tiny_cub(root / FOLDERS["cub2011"], [(c, PER_CLASS) for c in range(1, N_CLASSES + 1)])
     cub = root / FOLDERS["cub2011"] / "CUB_200_2011"
-    images, labels, attrs = [], [], []
-    i = 0
-    for c in range(1, N_CLASSES + 1):
-        for k in range(PER_CLASS):
-            i += 1
-            rel = f"{c:03d}.Bird_{c}/Bird_{c}_{k:04d}.jpg"
-            _img(cub / "images" / rel, (30 * c, 200 - 20 * c, 90), i)
-            images.append(f"{i} {rel}"); labels.append(f"{i} {c}")
-            colour = 2 + (i % 4)                                  # attribute ids 2-5 are primary colours
-            for a in range(1, 7):
-                present = int(a == colour or (a == 6 and k % 2 == 0) or (a == 2 and i % 7 == 0))
-                extra = " 0" if i % 11 == 0 and a == 1 else ""    # the real file has a few lines with a sixth field
-                attrs.append(f"{i} {a} {present} {3 if present else 1} 12.5{extra}")
-    cub.mkdir(parents=True, exist_ok=True)
-    (cub / "images.txt").write_text("\n".join(images) + "\n")
-    (cub / "image_class_labels.txt").write_text("\n".join(labels) + "\n")
+    attrs = []
+    for line in (cub / "images.txt").read_text().splitlines():
+        i, k = int(line.split()[0]), int(line.split()[1].rsplit("_", 1)[1][:4])
+        colour = 2 + (i % 4)                                  # attribute ids 2-5 are primary colours
+        for a in range(1, 7):
+            present = int(a == colour or (a == 6 and k % 2 == 0) or (a == 2 and i % 7 == 0))
+            extra = " 0" if i % 11 == 0 and a == 1 else ""    # the real file has a few lines with a sixth field
+            attrs.append(f"{i} {a} {present} {3 if present else 1} 12.5{extra}")
     (cub / "attributes").mkdir(exist_ok=True)
     (cub / "attributes" / "image_attribute_labels.txt").write_text("\n".join(attrs) + "\n")
     names = ["has_bill_shape::curved_(up_or_down)"] + [f"has_primary_color::{c}" for c in COLOURS] + ["has_wing_color::red"]
@@ -328,15 +323,7 @@ def write_cub(root: Path):
 
 
 def write_cars(root: Path):
-    from scipy.io import savemat
-    base = root / FOLDERS["cars196"]
-    rows = []
-    for c in range(1, N_CLASSES + 1):
-        for k in range(PER_CLASS):
-            rel = f"car_ims/{len(rows) + 1:06d}.jpg"
-            _img(base / rel, (25 * c, 90, 220 - 20 * c), len(rows))
-            rows.append((rel, c, k % 2))
-    savemat(base / "cars_annos.mat", {"annotations": np.array(rows, dtype=[("relative_im_path", "O"), ("class", "O"), ("test", "O")])})
+    write_tiny_cars(root / FOLDERS["cars196"], [(c, PER_CLASS) for c in range(1, N_CLASSES + 1)])
 
 
 def write_celeba(root: Path):
@@ -443,26 +430,18 @@ def _remove(rel):
     def mutate(root): (Path(root) / rel).unlink()
     return mutate
 
-def _cars_bad_class(root):
-    from scipy.io import savemat
-    rows = [(f"car_ims/{i:06d}.jpg", c, 0) for i, c in enumerate([1, 2, "x3"] + [1] * 3, 1)]
-    savemat(Path(root) / FOLDERS["cars196"] / "cars_annos.mat",
-            {"annotations": np.array(rows, dtype=[("relative_im_path", "O"), ("class", "O"), ("test", "O")])})
-
 CUB = "cub2011/CUB_200_2011"
-BREAKAGES = [
-    ("CUB image id not a number", _edit(f"{CUB}/images.txt", _set(2, "x3 001.Bird_1/Bird_1_0002.jpg")),
-     "images.txt, row 3, column 'image_id': 'x3' is not a valid int"),
-    ("CUB duplicate image id", _edit(f"{CUB}/image_class_labels.txt", _set(1, "1 1")), "image_class_labels.txt, row 2, column 'image_id': '1' repeats row 1"),
-    ("CUB image file missing", _remove(f"{CUB}/images/002.Bird_2/Bird_2_0003.jpg"), "missing image file"),
+def _in_folder(mutate, folder):
+    return lambda root: mutate(Path(root) / folder)
+
+# the library's breakages of the shared datasets, seen through this paper's loaders, then this paper's own
+BREAKAGES = [(f"{ds.folder}: {name}", _in_folder(mutate, ds.folder), expected)
+             for ds in (CUB_DATASET, CARS) for name, mutate, expected in ds.breakages] + [
     ("CUB attribute flag not 0/1", _edit(f"{CUB}/attributes/image_attribute_labels.txt", _set(4, "1 5 2 3 12.5")),
      "image_attribute_labels.txt, row 5, column 'is_present': '2' is not one of the valid values (0, 1)"),
     ("CUB attribute of an unknown image", _edit(f"{CUB}/attributes/image_attribute_labels.txt", _set(0, "999 1 0 1 1.0")),
      "image_attribute_labels.txt, row 1, column 'image_id': image 999 is not in"),
     ("CUB attribute names empty", _write("cub2011/attributes.txt", b""), "attributes.txt has no rows"),
-    ("CUB class labels not UTF-8", _write(f"{CUB}/image_class_labels.txt", b"1 1\n2 \xff\n"), "image_class_labels.txt, row 2: not UTF-8"),
-    ("Cars class not a number", _cars_bad_class, "cars_annos.mat, row 3 of 'annotations', field 'class': 'x3' is not a whole number from 1"),
-    ("Cars annotation file empty", _write("cars196/cars_annos.mat", b""), "cars_annos.mat: cannot read the 'annotations' struct"),
     ("CelebA identity not a number", _edit("celeba/identity_CelebA.txt", _set(1, "000002.jpg abc")),
      "identity_CelebA.txt, row 2, column 'identity': 'abc' is not a valid int"),
     ("CelebA duplicate image", _edit("celeba/identity_CelebA.txt", _set(2, "000001.jpg 101")),

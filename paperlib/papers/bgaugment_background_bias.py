@@ -13,25 +13,26 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from ..data import DataError, DataSource, Column, Layout, read_index, register_layout, register_check, fingerprint_real, read_mat_records
+from ..data import DataError, DataSource, Column, Layout, read_index, fingerprint_real
+from ..datasets import Dataset, register_dataset, read_cub, read_cars, cub_home, check_class_range, write_tiny_cub
 from ..metric import (LOSSES, LOSS_NAMES, check_loss, is_classification_loss, EmbeddingCNN, embed,
                              retrieval_metrics, map_at_r, map_at_r_torch, random_map_at_r, random_map_at_r_draws, train_embedder, mean_std)
 from ..stats import correct_pvalues, beats, not_worse
 
 # %% auto #0
 __all__ = ['REGIMES', 'TRAIN_A', 'VAL_B', 'TEXTURES', 'B_TRAIN_PHOTOS', 'B_TEST_PHOTOS', 'DATASET_FOLDERS', 'BACKGROUND_FOLDER',
-           'DATASET_NAMES', 'CLASS_RANGE', 'META_FILES', 'SPLIT_DOC', 'CUB_IMAGES', 'CUB_LABELS', 'SOP_COLUMNS',
-           'CUB_LAYOUTS', 'SOP_LAYOUTS', 'LOADERS', 'PAPER_HPARAMS', 'PAPER_LOSS_LR', 'FALLBACK_FACTOR', 'LEARNED_K',
-           'CONTROL_RATIO', 'BIAS_K', 'CLEAN_TOL', 'GAP_REMOVED', 'WIN_SHARE', 'ALPHA', 'HEADROOM_DROP',
-           'SCORE_CEILING', 'PAPER_TABLE1', 'PAPER_TABLE2', 'MIRRORS', 'composite', 'random_resized_crop', 'corrupt',
-           'bgaugment', 'attribution_maps', 'foreground_score', 'overlap', 'iou', 'perturb_mask', 'pair_classes',
-           'digit_pools', 'home_texture', 'render_texture', 'Split', 'make_digit_pairs', 'background_bank', 'load_cub',
-           'load_cars', 'load_sop', 'check_splits', 'load_images', 'background_files', 'load_background_folder',
-           'load_real_data', 'loss_distance', 'needs_fallback', 'Cell', 'attr_subset', 'train_cell', 'evaluate_cell',
-           'run_cell', 'bgaugment_shared', 'make_jobs', 'losses_needed', 'gate_learned', 'gate_control',
-           'gate_room_drop', 'gate_room_score', 'rule_bias', 'rule_drop_grows', 'rule_above_random',
-           'rule_bgaugment_wins', 'rule_clean_kept', 'rule_clean_lowered', 'rule_gap_shrinks', 'score_tests',
-           'rule_scores_higher', 'rule_score_drop_inverse', 'table1_rows', 'per_seed']
+           'DATASET_NAMES', 'SPLIT_DOC', 'SOP_COLUMNS', 'SOP_LAYOUTS', 'LOADERS', 'SOP', 'BACKGROUNDS', 'DATASETS',
+           'PAPER_HPARAMS', 'PAPER_LOSS_LR', 'FALLBACK_FACTOR', 'LEARNED_K', 'CONTROL_RATIO', 'BIAS_K', 'CLEAN_TOL',
+           'GAP_REMOVED', 'WIN_SHARE', 'ALPHA', 'HEADROOM_DROP', 'SCORE_CEILING', 'PAPER_TABLE1', 'PAPER_TABLE2',
+           'MIRRORS', 'composite', 'random_resized_crop', 'corrupt', 'bgaugment', 'attribution_maps',
+           'foreground_score', 'overlap', 'iou', 'perturb_mask', 'pair_classes', 'digit_pools', 'home_texture',
+           'render_texture', 'Split', 'make_digit_pairs', 'background_bank', 'load_cub', 'load_cars', 'load_sop',
+           'check_splits', 'load_images', 'background_files', 'load_background_folder', 'load_real_data',
+           'loss_distance', 'needs_fallback', 'Cell', 'attr_subset', 'train_cell', 'evaluate_cell', 'run_cell',
+           'bgaugment_shared', 'make_jobs', 'losses_needed', 'gate_learned', 'gate_control', 'gate_room_drop',
+           'gate_room_score', 'rule_bias', 'rule_drop_grows', 'rule_above_random', 'rule_bgaugment_wins',
+           'rule_clean_kept', 'rule_clean_lowered', 'rule_gap_shrinks', 'score_tests', 'rule_scores_higher',
+           'rule_score_drop_inverse', 'table1_rows', 'per_seed']
 
 # %% ../../nbs/papers/bgaugment_background_bias.ipynb #9add0458
 def composite(I: torch.Tensor, M: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
@@ -283,105 +284,59 @@ def background_bank(which: str, n: int = 100, size: int = 64, seed: int = 0) -> 
 DATASET_FOLDERS = dict(cub2011="cub2011", cars196="cars196", sop="Stanford_Online_Products")
 BACKGROUND_FOLDER = "unsplash_backgrounds"
 DATASET_NAMES = dict(cub2011="CUB200", cars196="Cars196", sop="SOP")
-CLASS_RANGE = dict(cub2011=(1, 200), cars196=(1, 196), sop=(1, 22634))
-META_FILES = dict(cub2011=("CUB_200_2011/images.txt", "CUB_200_2011/image_class_labels.txt"),
-                  cars196=("cars_annos.mat",), sop=("Ebay_train.txt", "Ebay_test.txt"))
 SPLIT_DOC = dict(cub2011="train 0-74, val 75-99, test 100-199", cars196="train 0-73, val 74-97, test 98-195",
                  sop="train: Ebay_train class_id < 8489, val: the rest of Ebay_train, test: Ebay_test")
-CUB_IMAGES = [Column("image_id", kind="int", doc="image number"),
-              Column("path", doc="`<class folder>/<file>.jpg` under `CUB_200_2011/images/`")]
-CUB_LABELS = [Column("image_id", kind="int", doc="image number of images.txt"),
-              Column("class_id", kind="int", doc="class number, 1-200")]
 SOP_COLUMNS = [Column("image_id", kind="int", doc="image number"), Column("class_id", kind="int", doc="product, 1-22634"),
                Column("super_class_id", kind="int", doc="category, 1-12"),
                Column("path", doc="`<category>_final/<file>.JPG` under the folder")]
-# the tables, registered for the guide and `paperlib list --data-root` (cars_annos.mat is a MATLAB struct, not a table)
-CUB_LAYOUTS = dict(images=register_layout("bgaugment_background_bias", Layout(
-                       "CUB-200-2011 images", "one line per image: number and relative path", CUB_IMAGES,
-                       index="CUB_200_2011/images.txt", folder="cub2011", sep=None, header=False, unique=("image_id",))),
-                   labels=register_layout("bgaugment_background_bias", Layout(
-                       "CUB-200-2011 labels", "one line per image: number and class", CUB_LABELS,
-                       index="CUB_200_2011/image_class_labels.txt", folder="cub2011", sep=None, header=False, unique=("image_id",))))
-SOP_LAYOUTS = {f: register_layout("bgaugment_background_bias", Layout(
-                   f"SOP {f}", "Stanford Online Products: one line per image", SOP_COLUMNS, index=f,
-                   folder=DATASET_FOLDERS["sop"], sep=None, header=True, unique=("image_id",))) for f in ("Ebay_train.txt", "Ebay_test.txt")}
+SOP_LAYOUTS = {f: Layout(f"SOP {f}", "Stanford Online Products: one line per image", SOP_COLUMNS, index=f, sep=None,
+                         header=True, unique=("image_id",)) for f in ("Ebay_train.txt", "Ebay_test.txt")}
 
-def _check_classes(df: pd.DataFrame, path: Path, key: str, col: str = "class_id") -> pd.DataFrame:
-    "A DataError naming the file, row and column of the first class number outside the dataset's range."
-    lo, hi = CLASS_RANGE[key]
-    v = df[col].to_numpy()
-    bad = np.flatnonzero((v < lo) | (v > hi))
-    if len(bad):
-        i = bad[0]
-        raise DataError(f"{path}, row {df.attrs['lines'][i]}, column {col!r}: {v[i]} is not a class number ({lo}-{hi})")
-    return df
-
+# CUB-200-2011 and Cars196 are the library's (paperlib.datasets, shared with findml_parade); what is ours is the masks
 def load_cub(folder) -> pd.DataFrame:
-    "CUB-200-2011 index (path, mask_path, label 0-199, split, table, line) of the folder `cub2011/`."
-    folder = Path(folder)
-    cub = folder / "CUB_200_2011"
-    if not cub.is_dir(): raise DataError(f"missing folder {cub} (unpack CUB_200_2011.tgz into {folder})")
-    images = read_index(cub / "images.txt", CUB_LAYOUTS["images"])
-    labels = read_index(cub / "image_class_labels.txt", CUB_LAYOUTS["labels"])
-    _check_classes(labels, cub / "image_class_labels.txt", "cub2011")
-    cls = dict(zip(labels.image_id, labels.class_id))
-    for i, v in enumerate(images.image_id):
-        if v not in cls:
-            raise DataError(f"{cub / 'images.txt'}, row {images.attrs['lines'][i]}, column 'image_id': image {v} has "
-                            f"no class in {cub / 'image_class_labels.txt'}")
-    known = set(images.image_id)
-    for i, v in enumerate(labels.image_id):
-        if v not in known:
-            raise DataError(f"{cub / 'image_class_labels.txt'}, row {labels.attrs['lines'][i]}, column 'image_id': "
-                            f"image {v} is not in {cub / 'images.txt'}")
-    df = pd.DataFrame(dict(path=[str(cub / "images" / r) for r in images.path],
-                           mask_path=[str(folder / "images_masked" / (Path(r).stem + ".png")) for r in images.path],
-                           label=[cls[i] - 1 for i in images.image_id],
-                           table=str(cub / "images.txt"), line=images.attrs["lines"]))
-    return _check_files(_with_split(df, 75, 100))
+    "CUB-200-2011 index (path, mask_path, label 0-199, split, table, line) of `cub2011/`, masks from its `images_masked/`."
+    t = read_cub(folder)
+    masks = cub_home(folder) / "images_masked"
+    df = pd.DataFrame(dict(path=t.path, mask_path=[str(masks / (Path(p).stem + ".png")) for p in t.path],
+                           label=t.class_id - 1, table=t.table, line=t.line))
+    return _check_files(_with_split(df, 75, 100), t.attrs["tables"])
 
 def load_cars(folder) -> pd.DataFrame:
-    "Cars196 index (path, mask_path, label 0-195, split, table, line) of the folder `cars196/`, from cars_annos.mat."
-    folder = Path(folder)
-    mat = folder / "cars_annos.mat"
-    ann = read_mat_records(mat, "annotations", ("relative_im_path", "class"), ints=("class",), minimum=1,
-                           unique=("relative_im_path",))
-    t = pd.DataFrame(dict(class_id=ann["class"])); t.attrs["lines"] = ann.attrs["lines"]
-    _check_classes(t, f"{mat} ('annotations')", "cars196")
-    rel = ann.relative_im_path
-    df = pd.DataFrame(dict(path=[str(folder / r) for r in rel],
-                           mask_path=[str(folder / "car_ims_masked" / (Path(r).stem + ".png")) for r in rel],
-                           label=ann["class"].to_numpy() - 1, table=f"{mat} ('annotations')", line=ann.attrs["lines"]))
-    return _check_files(_with_split(df, 74, 98))
+    "Cars196 index (path, mask_path, label 0-195, split, table, line) of `cars196/`, masks from its `car_ims_masked/`."
+    t = read_cars(folder)
+    df = pd.DataFrame(dict(path=t.path, mask_path=[str(Path(folder) / "car_ims_masked" / (Path(p).stem + ".png")) for p in t.path],
+                           label=t.class_id.to_numpy() - 1, table=t.table, line=t.line))
+    return _check_files(_with_split(df, 74, 98), t.attrs["tables"])
 
 def load_sop(folder) -> pd.DataFrame:
     "Stanford Online Products index (path, mask_path, label, split, table, line) of `Stanford_Online_Products/`."
     folder = Path(folder)
     parts = []
     for f, part in (("Ebay_train.txt", "train"), ("Ebay_test.txt", "test")):
-        t = read_index(folder / f, SOP_LAYOUTS[f])
-        _check_classes(t, folder / f, "sop")
+        t = check_class_range(read_index(folder / f, SOP_LAYOUTS[f]), folder / f, 1, 22634)
         parts.append(pd.DataFrame(dict(path=[str(folder / p) for p in t.path],
                                        mask_path=[str((folder / "SOP_masked" / p).with_suffix(".png")) for p in t.path],
                                        label=t.class_id.to_numpy() - 1, part=part, table=str(folder / f),
                                        line=t.attrs["lines"])))
     df = pd.concat(parts, ignore_index=True)
     df["split"] = np.where(df.part == "test", "test", np.where(df.label < 8489 - 1, "train", "val"))
-    return _check_files(df.drop(columns="part"))
+    return _check_files(df.drop(columns="part"), [folder / f for f in SOP_LAYOUTS])
 
 def _with_split(df: pd.DataFrame, train_end: int, val_end: int) -> pd.DataFrame:
     df["split"] = np.where(df.label < train_end, "train", np.where(df.label < val_end, "val", "test"))
     return df
 
-def _check_files(df: pd.DataFrame) -> pd.DataFrame:
-    "A DataError naming the table, row and file of the first listed image or mask that does not exist."
+def _check_files(df: pd.DataFrame, tables: list) -> pd.DataFrame:
+    "`df` (`.attrs['tables']`: `tables`) if every listed image and mask exists; else a DataError naming table, row and file."
     for r in df.itertuples():
         if not Path(r.path).is_file():
             raise DataError(f"{r.table}, row {r.line}, column 'path': missing image file {r.path}")
         if not Path(r.mask_path).is_file():
             raise DataError(f"{r.table}, row {r.line}: missing mask {r.mask_path} for image {r.path} (masks are "
                             "user-supplied: run `rembg p -om` on the images, see the notebook)")
-    return df.reset_index(drop=True)
+    df = df.reset_index(drop=True)
+    df.attrs["tables"] = list(tables)
+    return df
 
 LOADERS = dict(cub2011=load_cub, cars196=load_cars, sop=load_sop)
 
@@ -469,7 +424,7 @@ def load_real_data(data_root, folders: dict, size: int = 64, binarize: bool = Fa
         labels = pd.DataFrame(dict(label=torch.cat([datasets[name][s].y for s in ("train", "val", "test")]).numpy(),
                                    split=sum([[s] * len(datasets[name][s].y) for s in ("train", "val", "test")], [])))
         check_splits(labels, k, losses, batch_size, found[k])    # again, after undecodable files were skipped
-        files += [found[k] / f for f in META_FILES[k]] + list(index.path) + list(index.mask_path)
+        files += list(index.attrs["tables"]) + list(index.path) + list(index.mask_path)
     rel = [os.path.relpath(f, data_root) for f in files]      # lexical: a dataset folder may be a link elsewhere
     names = " + ".join(datasets)
     src = DataSource("real", names, f"{names} with user-supplied masks, resized to {size}x{size} px; replacement "
@@ -479,9 +434,12 @@ def load_real_data(data_root, folders: dict, size: int = 64, binarize: bool = Fa
     return src, datasets, skipped, banks
 
 # %% ../../nbs/papers/bgaugment_background_bias.ipynb #ba329033
-# `paperlib list --data-root` judges these folders with the readers themselves
-register_check("bgaugment_background_bias", DATASET_FOLDERS["cars196"], load_cars)
-register_check("bgaugment_background_bias", BACKGROUND_FOLDER, background_files)
+# the folders only this paper reads; `paperlib list --data-root` judges them (and cub2011, cars196: the library's) once
+SOP = register_dataset(Dataset("Stanford_Online_Products", "Stanford Online Products: 120,053 photos of 22,634 products",
+                               tuple(SOP_LAYOUTS.values())))
+BACKGROUNDS = register_dataset(Dataset(BACKGROUND_FOLDER, "the authors' replacement backgrounds: val/ and test/ photos",
+                                       check=lambda f: background_files(Path(f) / "val") + background_files(Path(f) / "test")))
+DATASETS = ("cub2011", "cars196", "Stanford_Online_Products", BACKGROUND_FOLDER)
 
 # %% ../../nbs/papers/bgaugment_background_bias.ipynb #84c88bcf
 PAPER_HPARAMS = {

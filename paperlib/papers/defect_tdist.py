@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..data import Column, Layout, DataError, DataSource, read_table, register_layout, register_check, fingerprint_real
+from ..data import Column, Layout, DataError, DataSource, read_table, fingerprint_real
+from ..datasets import Dataset, register_dataset
 from ..segment import (UNet, rot4, fit_segmenter, predict_proba, connected_regions, region_areas,
                               detection_metrics, best_f1_threshold, match_regions, average_precision)
 from ..stats import critical_value, mean_ci, topk_threshold, paired_tests, beats
@@ -23,9 +24,9 @@ from ..train import lr_range_test, fit
 # %% auto #0
 __all__ = ['TEXTURES', 'DEFECTS', 'MODES', 'SYNTH_TYPES', 'MAIN_TYPE', 'CALIBRATION', 'DAGM_FOLDER', 'PCB_FOLDER', 'PLAIN_FOLDER',
            'DAGM_CLASSES', 'PCB_TYPES', 'PCB_TEST_SHARE', 'DAGM_COLUMNS', 'PLAIN_COLUMNS', 'DAGM_LAYOUT',
-           'PLAIN_LAYOUT', 'STEP1_TRAINERS', 'RATIO_UNITS', 'EQ5_VARIANTS', 'MA_WEIGHTS', 'THRESHOLD_RULES', 'METHODS',
-           'ABLATIONS', 'LEARNED_AP', 'LEARNED_MARGIN', 'STEP1_PSEUDO_AP', 'ARMS_DIFFER', 'CONTROL_GAIN', 'FULL_TOL',
-           'ALPHA', 'DefectType', 'texture_image', 'background', 'defect_count', 'synth_image', 'type_seed',
+           'PLAIN_LAYOUT', 'DATASETS', 'STEP1_TRAINERS', 'RATIO_UNITS', 'EQ5_VARIANTS', 'MA_WEIGHTS', 'THRESHOLD_RULES',
+           'METHODS', 'ABLATIONS', 'LEARNED_AP', 'LEARNED_MARGIN', 'STEP1_PSEUDO_AP', 'ARMS_DIFFER', 'CONTROL_GAIN',
+           'FULL_TOL', 'ALPHA', 'DefectType', 'texture_image', 'background', 'defect_count', 'synth_image', 'type_seed',
            'make_synth', 'read_image', 'resize_image', 'load_dagm', 'read_voc_boxes', 'load_pcb', 'load_plain',
            'load_real_data', 'Budget', 'labelled_subset', 'train_step1', 'label_pixel_ratios', 'ratio_stats', 'k_eq3',
            'k_eq5', 'k_eq6', 'moving_average_threshold', 'adjust_nu', 'PLConfig', 'region_ratio_kl', 'pseudo_label',
@@ -185,14 +186,14 @@ DAGM_COLUMNS = [Column("no", kind="int", doc="image number"),
                 Column("image", doc="image file in the split folder"), Column("flag", kind="int", doc="always 0"),
                 Column("label", allow_empty=True, doc="label image in Label/ (defective images)")]
 PLAIN_COLUMNS = [Column("image", doc="file under images/"), Column("split", choices=("train", "test"), doc="train or test")]
-DAGM_LAYOUT = register_layout("defect_tdist", Layout(
+DAGM_LAYOUT = Layout(
     "DAGM 2007", "one Labels.txt per class and split (Class8/Train shown; Class9 and Test alike). Its first line is a "
     "count; every other line is `<no> <defective 0|1> <image> 0 [<label image>]`, tab-separated. The paper's loader "
     "checks every field; this registry entry checks the first one", [Column("no", kind="int", doc="the count, then the image number")],
-    index="Class8/Train/Label/Labels.txt", folder=DAGM_FOLDER, sep=None, header=False, extra_fields=True))
-PLAIN_LAYOUT = register_layout("defect_tdist", Layout(
+    index="Class8/Train/Label/Labels.txt", folder=DAGM_FOLDER, sep=None, header=False, extra_fields=True)
+PLAIN_LAYOUT = Layout(
     "small defects (images + masks)", "one row per image; masks/<stem>.png is its binary mask", PLAIN_COLUMNS,
-    index="split.csv", folder=PLAIN_FOLDER, unique=("image",), key="image", path_column="image", path_base="images"))
+    index="split.csv", folder=PLAIN_FOLDER, unique=("image",), key="image", path_column="image", path_base="images")
 
 def read_image(path: Path, size: int | None = None, mask: bool = False) -> np.ndarray:
     "A grey image in [0, 1] (or a binary mask), optionally resized to size x size; a DataError names an unreadable file."
@@ -363,8 +364,12 @@ def load_real_data(data_root, size: int) -> tuple[DataSource, dict]:
     return src, types
 
 # %% ../../nbs/papers/defect_tdist.ipynb #43b9517c
-# `paperlib list --data-root` judges this folder with the reader itself (at the smallest size: only the files matter)
-register_check("defect_tdist", PCB_FOLDER, lambda folder: load_pcb(folder, 32))
+# the folders only this paper reads, judged by `paperlib list --data-root`; PCB_DATASET by the reader itself (at the
+# smallest size: only the files matter)
+register_dataset(Dataset(DAGM_FOLDER, "DAGM 2007: ten textures with weakly labelled defects (classes 8 and 9 read)", (DAGM_LAYOUT,)))
+register_dataset(Dataset(PCB_FOLDER, "the PKU-Market-PCB defects: six defect types with VOC boxes", check=lambda folder: load_pcb(folder, 32)))
+register_dataset(Dataset(PLAIN_FOLDER, "any small-defect set as images, masks and a split", (PLAIN_LAYOUT,)))
+DATASETS = (DAGM_FOLDER, PCB_FOLDER, PLAIN_FOLDER)
 
 # %% ../../nbs/papers/defect_tdist.ipynb #5a4c1016
 STEP1_TRAINERS = ("paper", "paperlib")

@@ -13,7 +13,8 @@ import torch
 from torch import nn
 import torch.nn.functional as F
 
-from ..data import Column, Layout, DataError, load_real, register_layout
+from ..data import Column, Layout, DataError, load_real
+from ..datasets import Dataset, register_dataset
 from ..metric import train_embedder, TrainResult
 from ..verification import (identity_split, make_verification_pairs, pair_scores, score_to_distance, l2_normalize,
                                    threshold_at_far, group_thresholds, centroid_distances, cluster_indices, by_group,
@@ -23,7 +24,7 @@ from ..topology import h0_death_times
 from ..report import rule
 
 # %% auto #0
-__all__ = ['RACES', 'RACE_NAMES', 'GENDERS', 'SKIN_TONES', 'FACE_DATASETS', 'FACE_LAYOUTS', 'VGGFACE2_RACE_SHARES',
+__all__ = ['RACES', 'RACE_NAMES', 'GENDERS', 'SKIN_TONES', 'FACE_DATASETS', 'FACE_LAYOUTS', 'DATASETS', 'VGGFACE2_RACE_SHARES',
            'VGGFACE2_GENDER_SHARES', 'BALANCED_RACE_SHARES', 'BALANCED_GENDER_SHARES', 'SUM_KEYS', 'METRIC_FROM_SUMS',
            'GROUP_ORDERS', 'DISTRIBUTIONS', 'OTHER_RACES', 'C5_MARGIN', 'FaceDataset', 'face_layout',
            'facenet_embeddings', 'load_face_dataset', 'subgroup_counts', 'swept_shares', 'SynthFaces', 'TripletMLP',
@@ -65,10 +66,12 @@ def face_layout(key: str) -> Layout:
             Column("race", RACES, allow_empty="race" not in need, doc="A Asian, I Indian, B Black, W White"),
             Column("gender", GENDERS, allow_empty="gender" not in need, doc="F, M"),
             Column("skin_tone", SKIN_TONES, kind="int", allow_empty="skin_tone" not in need, doc="1 lightest ... 6 darkest")]
-    return register_layout("face_verification_bias", Layout(ds.name, ds.description, cols, path_column="path",
-                                                             optional=("embeddings.npy",), folder=key, unique=("path",)))
+    return Layout(ds.name, ds.description, cols, path_column="path", optional=("embeddings.npy",), folder=key, unique=("path",))
 
 FACE_LAYOUTS = {k: face_layout(k) for k in FACE_DATASETS}
+# the folders only this paper reads, one dataset each, judged by `paperlib list --data-root`
+for _k, _layout in FACE_LAYOUTS.items(): register_dataset(Dataset(_k, FACE_DATASETS[_k].description, (_layout,)))
+DATASETS = tuple(FACE_DATASETS)
 
 # %% ../../nbs/papers/face_verification_bias.ipynb #4b925042
 def facenet_embeddings(paths, device="cpu", batch_size=256) -> np.ndarray:

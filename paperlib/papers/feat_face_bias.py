@@ -12,7 +12,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from ..data import Column, Layout, DataError, DataSource, register_layout, read_index, fingerprint_real
+from ..data import Column, Layout, DataError, DataSource, read_index, fingerprint_real
+from ..datasets import Dataset, register_dataset
 from ..stats import weat_association, weat_effect_size, partition_test, permutation_p, weat_test
 from ..association import (attribute_deltas, stratified_label_test, stratified_attribute_test, bootstrap_effect_size,
                                   PlantedGeometry, pair_loadings, planted_test, expected_effect_size, effect_size_curve,
@@ -20,12 +21,12 @@ from ..association import (attribute_deltas, stratified_label_test, stratified_a
 
 # %% auto #0
 __all__ = ['MODELS', 'CARDS', 'ATTRIBUTES', 'GROUPS', 'INTERSECTIONAL', 'LEVELS', 'TABLE1', 'PAPER', 'SIG', 'MARKS',
-           'MARK_LEGEND', 'FOLDER', 'EMBEDDING_INDEX', 'UTK_RACES', 'UTK_NAME', 'ATTRIBUTE_TESTS', 'FOLDER_GROUP',
-           'TEST_OF_PAIR', 'MORPH_LEVELS', 'CONCEPTS', 'BETA_GRID', 'FACE_GROUPS', 'FACE_GROUP_SD', 'SLOTS',
-           'GENDER_CUES', 'AGE_CUES', 'TEXTURES', 'B_CLAIMS', 'parse_paper_tables', 'paper_tests', 'group_set',
-           'attribute_counts', 'feat_s', 'feat_statistic', 'feat_effect_size', 'feat_p', 'equalise', 'feat_tests',
-           'parse_utkface', 'scan_utkface', 'skipped_note', 'utk_groups', 'scan_attributes', 'scan_morphs',
-           'load_embeddings', 'load_real_data', 'real_cells', 'real_morph', 'draw_cell', 'cell_scores',
+           'MARK_LEGEND', 'FOLDER', 'EMBEDDING_INDEX', 'FEAT_DATA', 'DATASETS', 'UTK_RACES', 'UTK_NAME',
+           'ATTRIBUTE_TESTS', 'FOLDER_GROUP', 'TEST_OF_PAIR', 'MORPH_LEVELS', 'CONCEPTS', 'BETA_GRID', 'FACE_GROUPS',
+           'FACE_GROUP_SD', 'SLOTS', 'GENDER_CUES', 'AGE_CUES', 'TEXTURES', 'B_CLAIMS', 'parse_paper_tables',
+           'paper_tests', 'group_set', 'attribute_counts', 'feat_s', 'feat_statistic', 'feat_effect_size', 'feat_p',
+           'equalise', 'feat_tests', 'parse_utkface', 'scan_utkface', 'skipped_note', 'utk_groups', 'scan_attributes',
+           'scan_morphs', 'load_embeddings', 'load_real_data', 'real_cells', 'real_morph', 'draw_cell', 'cell_scores',
            'model_card_geometry', 'model_cards', 'run_tables', 'paper_layout', 'morph_series', 'morph_tests',
            'run_table6', 'class_probability_curve', 'face_identities', 'morph_identities', 'texture', 'render_faces',
            'attribute_images', 'pixel_encoder', 'random_cnn_encoder', 'tier2_images', 'tier2_cells', 'tier2_morph',
@@ -167,10 +168,13 @@ MARK_LEGEND = ("* the paper's rule (one-sided target permutation, p < 0.001); â€
 
 # %% ../../nbs/papers/feat_face_bias.ipynb #fea70019
 FOLDER = "feat_face_bias"
-EMBEDDING_INDEX = register_layout("feat_face_bias", Layout(
+EMBEDDING_INDEX = Layout(
     "FEAT embeddings index", "one row per image whose embeddings are given: its path under the dataset folder",
     [Column("path", doc="the image's path relative to <data_root>/feat_face_bias/ (utkface/..., feat_attributes/..., race_transform/...)")],
-    index="embeddings/index.csv", folder=FOLDER, unique=("path",), key="path"))
+    index="embeddings/index.csv", folder=FOLDER, unique=("path",), key="path")
+FEAT_DATA = register_dataset(Dataset(FOLDER, "UTKFace, the FEAT attribute sets and the race transforms, as embeddings or images",
+                                     (EMBEDDING_INDEX,)))
+DATASETS = (FOLDER,)
 UTK_RACES = {0: "EU", 1: "AF", 2: "AS", 3: "Indian", 4: "Others"}        # UTKFace: 0 White, 1 Black, 2 Asian, 3 Indian, 4 Others
 UTK_NAME = re.compile(r"^(\d{1,3})_([01])_([0-4])_(\d{8,17})\.jpg(\.chip\.jpg)?$", re.IGNORECASE)
 ATTRIBUTE_TESTS = {"race": ("EU", "AF", "AS"), "gender": ("male", "female"), "age": ("young", "old"),

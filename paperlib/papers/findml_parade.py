@@ -14,7 +14,8 @@ import torch
 from torch import nn
 import torch.nn.functional as F
 
-from ..data import DataError, DataSource, Column, Layout, read_table, register_layout, register_check, fingerprint_real, cache_dir, read_mat_records
+from ..data import DataError, DataSource, Column, Layout, read_table, fingerprint_real, cache_dir
+from ..datasets import Dataset, register_dataset, read_cub, read_cars, cub_home
 from ..metric import (DML_LOSS_NAMES, check_dml_loss, make_dml_loss, make_dml_miner, train_embedder, embed,
                              batches, mean_std, recall_hits)
 from ..fairness import (OVERALL, subgroup_upstream, subgroup_downstream, subgroup_alignment, subgroup_gap,
@@ -27,24 +28,24 @@ from ..report import rule_outcome
 # %% auto #0
 __all__ = ['METHODS', 'LOSS_PARAMS', 'MINER_PARAMS', 'LOSS_LR', 'GAP_RULE_CLASS', 'LFW_SHARES', 'CELEBA_SHARES', 'COLOUR_SHARES',
            'THICKNESS_TAU', 'CELEBA_THICK_SHIFT', 'COLOUR_RENDER', 'LFW_RENDER', 'CELEBA_RENDER', 'VARIANTS', 'SWEEP',
-           'FOLDERS', 'WEIGHTS_FOLDER', 'WEIGHTS_FILE', 'CUB_IMAGES', 'CUB_LABELS', 'CUB_ATTRS', 'CUB_IMAGE_ATTRS',
-           'CELEBA_IDS', 'CELEBA_MARKS', 'LFW_RACES', 'LFW_ATTRS', 'PRIMARY', 'ITA_BINS', 'NORM', 'PAPER_T1',
-           'PAPER_T10', 'PAPER_T7', 'PAPER_T9', 'PAPER_T6', 'PAPER_T11', 'PAPER_T8', 'PAPER_T2A', 'PAPER_T2B',
-           'PAPER_T16', 'PAPER_T14', 'PAPER_T18', 'PAPER_T19', 'PAPER_T13_OVERALL', 'PAPER_T17', 'PAPER_T20',
-           'PAPER_T13', 'PAPER_T12', 'PAPER_T21', 'PAPER_PREVALENCE', 'PAPER_PREVALENCE_NAMES', 'NOT_REDUCED_MARGIN',
-           'C10_MARGIN', 'method_spec', 'mlp_backbone', 'cnn_backbone', 'ParadeNet', 'ParadeResult', 'train_parade',
-           'gap_rows', 'thickness', 'thickness_taus', 'render', 'digits_halves', 'minority_classes', 'training_counts',
-           'make_attribute', 'render_attribute', 'ClassBench', 'AttrBench', 'digits_class_bench', 'digits_attr_bench',
-           'evaluate_model', 'embed_attribute', 'embed_features', 'class_groups', 'run_class_job', 'a_probe_backbone',
-           'run_attr_job', 'read_table_after', 'load_cub', 'table_files', 'load_cars', 'ita_category', 'patch_ita',
-           'load_celeba', 'load_lfw', 'load_images', 'image_input', 'crop_flip', 'split_within_classes',
-           'control_per_class', 'subsample_classes', 'Bottleneck', 'ResNet50', 'load_resnet50', 'gap_for_present',
-           'real_model_fn', 'real_class_bench', 'real_attr_bench', 'make_jobs', 'check_part_b_budget', 'mean_sd',
-           'pick', 'knn_purity', 'tsne_sample', 'chance_r1', 'gate_learned', 'gate_control', 'gate_gap_exists',
-           'gate_sa_learned', 'paired_family', 'leave_one_seed_out', 'fragile', 'rule_c1', 'rule_c2', 'trend_test',
-           'rule_c4', 'rule_c4b', 'rule_c5', 'c5_implied_ratio', 'rule_all_significant', 'rule_share_significant',
-           'rule_direction', 'rule_not_reduced', 'rule_lenient', 'rule_probe_lower', 'rule_c10', 'item_gap_values',
-           'item_gap_diff', 'rule_every_comparison']
+           'FOLDERS', 'WEIGHTS_FOLDER', 'WEIGHTS_FILE', 'CUB_ATTRS', 'CUB_IMAGE_ATTRS', 'CELEBA_IDS', 'CELEBA_MARKS',
+           'LFW_RACES', 'LFW_ATTRS', 'CELEBA_IDS_LAYOUT', 'PRIMARY', 'ITA_BINS', 'CELEBA', 'LFW', 'WEIGHTS', 'DATASETS',
+           'NORM', 'PAPER_T1', 'PAPER_T10', 'PAPER_T7', 'PAPER_T9', 'PAPER_T6', 'PAPER_T11', 'PAPER_T8', 'PAPER_T2A',
+           'PAPER_T2B', 'PAPER_T16', 'PAPER_T14', 'PAPER_T18', 'PAPER_T19', 'PAPER_T13_OVERALL', 'PAPER_T17',
+           'PAPER_T20', 'PAPER_T13', 'PAPER_T12', 'PAPER_T21', 'PAPER_PREVALENCE', 'PAPER_PREVALENCE_NAMES',
+           'NOT_REDUCED_MARGIN', 'C10_MARGIN', 'method_spec', 'mlp_backbone', 'cnn_backbone', 'ParadeNet',
+           'ParadeResult', 'train_parade', 'gap_rows', 'thickness', 'thickness_taus', 'render', 'digits_halves',
+           'minority_classes', 'training_counts', 'make_attribute', 'render_attribute', 'ClassBench', 'AttrBench',
+           'digits_class_bench', 'digits_attr_bench', 'evaluate_model', 'embed_attribute', 'embed_features',
+           'class_groups', 'run_class_job', 'a_probe_backbone', 'run_attr_job', 'read_table_after', 'load_cub',
+           'table_files', 'load_cars', 'ita_category', 'patch_ita', 'load_celeba', 'load_lfw', 'load_images',
+           'image_input', 'crop_flip', 'split_within_classes', 'control_per_class', 'subsample_classes', 'Bottleneck',
+           'ResNet50', 'load_resnet50', 'gap_for_present', 'real_model_fn', 'real_class_bench', 'real_attr_bench',
+           'make_jobs', 'check_part_b_budget', 'mean_sd', 'pick', 'knn_purity', 'tsne_sample', 'chance_r1',
+           'gate_learned', 'gate_control', 'gate_gap_exists', 'gate_sa_learned', 'paired_family', 'leave_one_seed_out',
+           'fragile', 'rule_c1', 'rule_c2', 'trend_test', 'rule_c4', 'rule_c4b', 'rule_c5', 'c5_implied_ratio',
+           'rule_all_significant', 'rule_share_significant', 'rule_direction', 'rule_not_reduced', 'rule_lenient',
+           'rule_probe_lower', 'rule_c10', 'item_gap_values', 'item_gap_diff', 'rule_every_comparison']
 
 # %% ../../nbs/papers/findml_parade.ipynb #4b67cb6a
 METHODS = {
@@ -432,8 +433,6 @@ def run_attr_job(bench: AttrBench, job: dict, cfg: dict) -> dict:
 # %% ../../nbs/papers/findml_parade.ipynb #3cf4014d
 FOLDERS = dict(cub2011="cub2011", cars196="cars196", celeba="celeba", lfw="lfw")
 WEIGHTS_FOLDER, WEIGHTS_FILE = "resnet50_imagenet", "resnet50.pth"
-CUB_IMAGES = [Column("image_id", kind="int", doc="image number"), Column("path", doc="`<class folder>/<file>.jpg` under `images/`")]
-CUB_LABELS = [Column("image_id", kind="int", doc="image number of images.txt"), Column("class_id", kind="int", doc="species, from 1")]
 CUB_ATTRS = [Column("attribute_id", kind="int", doc="attribute number"), Column("name", doc="e.g. has_primary_color::blue")]
 CUB_IMAGE_ATTRS = [Column("image_id", kind="int"), Column("attribute_id", kind="int"),
                    Column("is_present", kind="int", choices=(0, 1)), Column("certainty_id", kind="int", choices=(1, 2, 3, 4))]
@@ -443,12 +442,8 @@ CELEBA_MARKS = [Column("image"), *[Column(c, kind="int") for c in ("lefteye_x", 
 LFW_RACES = ("White", "Black", "Asian", "Indian")
 LFW_ATTRS = [Column("person"), Column("imagenum", kind="int"), *[Column(r, kind="float") for r in LFW_RACES]]
 
-# the index tables read before any image, registered so `paperlib list --data-root` and the guide can check them
-for _name, _doc, _cols, _index, _folder, _unique in (
-        ("CUB-200-2011 images", "one line per image: number and relative path", CUB_IMAGES, "CUB_200_2011/images.txt", "cub2011", ("image_id",)),
-        ("CUB-200-2011 labels", "one line per image: number and class", CUB_LABELS, "CUB_200_2011/image_class_labels.txt", "cub2011", ("image_id",)),
-        ("CelebA identities", "one line per image: file name and person", CELEBA_IDS, "identity_CelebA.txt", "celeba", ("image",))):
-    register_layout("findml_parade", Layout(_name, _doc, _cols, index=_index, folder=_folder, sep=None, header=False, unique=_unique))
+CELEBA_IDS_LAYOUT = Layout("CelebA identities", "one line per image: file name and person", CELEBA_IDS, index="identity_CelebA.txt",
+                           sep=None, header=False, unique=("image",))
 PRIMARY = "has_primary_color::"
 ITA_BINS = ((50, "I"), (40, "II"), (30, "III"), (20, "IV"), (10, "V"), (-np.inf, "VI"))
 
@@ -477,27 +472,18 @@ def _check_files(paths, table, lines, col="path"):
     for p, t, l in zip(paths, [table] * len(paths) if isinstance(table, (str, Path)) else table, lines):
         if not Path(p).is_file(): raise DataError(f"{t}, row {l}, column {col!r}: missing image file {p}")
 
+# CUB-200-2011 and Cars196 are the library's (paperlib.datasets, shared with bgaugment_background_bias); ours is the colour
 def load_cub(folder) -> tuple[pd.DataFrame, str | None]:
     "(index with path, label, colour or None, table, line; why the colour study is skipped or None) of `cub2011/`."
-    folder = Path(folder)
-    cub = folder / "CUB_200_2011"
-    if not cub.is_dir(): raise DataError(f"missing folder {cub} (unpack CUB_200_2011.tgz into {folder})")
-    images = read_table(cub / "images.txt", CUB_IMAGES, sep=None, header=False, unique=("image_id",))
-    labels = read_table(cub / "image_class_labels.txt", CUB_LABELS, sep=None, header=False, unique=("image_id",))
-    cls = dict(zip(labels.image_id, labels.class_id))
-    for i, v in enumerate(labels.class_id):
-        if v < 1: raise _bad_row(cub / "image_class_labels.txt", labels, i, "class_id", f"{v} is not a class number (from 1)")
-    for i, v in enumerate(images.image_id):
-        if v not in cls: raise _bad_row(cub / "images.txt", images, i, "image_id", f"image {v} has no class in {cub / 'image_class_labels.txt'}")
-    df = pd.DataFrame(dict(image_id=images.image_id, path=[str(cub / "images" / p) for p in images.path],
-                           label=[cls[i] for i in images.image_id], table=str(cub / "images.txt"), line=images.attrs["lines"]))
-    _check_files(df.path, df.table, df.line)
+    t = read_cub(folder)
+    home = cub_home(folder); cub = home / "CUB_200_2011"
+    df = pd.DataFrame(dict(image_id=t.image_id, path=t.path, label=t.class_id, table=t.table, line=t.line))
     ial = cub / "attributes" / "image_attribute_labels.txt"
-    names = next((p for p in (folder / "attributes.txt", cub / "attributes" / "attributes.txt") if p.is_file()), None)
+    names = next((p for p in (home / "attributes.txt", cub / "attributes" / "attributes.txt") if p.is_file()), None)
     if not ial.is_file():
         return df.assign(colour=None), f"{ial} is missing, so the colour-attribute study (PARADE on CUB colour) is skipped; the class-imbalance study runs"
     if names is None:
-        return df.assign(colour=None), (f"attributes.txt (the attribute names) is in neither {folder} nor {cub / 'attributes'}, "
+        return df.assign(colour=None), (f"attributes.txt (the attribute names) is in neither {home} nor {cub / 'attributes'}, "
                                         "so the colour-attribute study is skipped; the class-imbalance study runs")
     attrs = read_table(names, CUB_ATTRS, sep=None, header=False, unique=("attribute_id",), extra_fields=True)
     colour_of = {a: n[len(PRIMARY):] for a, n in zip(attrs.attribute_id, attrs.name) if n.startswith(PRIMARY)}
@@ -516,7 +502,7 @@ def load_cub(folder) -> tuple[pd.DataFrame, str | None]:
 
 def table_files(key: str, folder) -> list[Path]:
     "The table files of dataset `key` under `folder` that exist (the images are listed by the loaders)."
-    folder = Path(folder)
+    folder = cub_home(folder) if key == "cub2011" else Path(folder)
     cand = dict(cub2011=["CUB_200_2011/images.txt", "CUB_200_2011/image_class_labels.txt", "attributes.txt",
                          "CUB_200_2011/attributes/attributes.txt", "CUB_200_2011/attributes/image_attribute_labels.txt"],
                 cars196=["cars_annos.mat"], celeba=["identity_CelebA.txt", "list_landmarks_align_celeba.txt"],
@@ -525,14 +511,8 @@ def table_files(key: str, folder) -> list[Path]:
 
 def load_cars(folder) -> pd.DataFrame:
     "Cars196 index (path, label, table, line) of `cars196/`, from cars_annos.mat."
-    folder = Path(folder)
-    mat = folder / "cars_annos.mat"
-    ann = read_mat_records(mat, "annotations", ("relative_im_path", "class"), ints=("class",), minimum=1,
-                           unique=("relative_im_path",))
-    df = pd.DataFrame(dict(path=[str(folder / r) for r in ann.relative_im_path], label=ann["class"].tolist(),
-                           table=f"{mat} ('annotations')", line=ann.attrs["lines"]))
-    _check_files(df.path, df.table, df.line, "relative_im_path")
-    return df
+    t = read_cars(folder)
+    return pd.DataFrame(dict(path=t.path, label=t.class_id.tolist(), table=t.table, line=t.line))
 
 def ita_category(ita: float) -> str:
     "Fitzpatrick type of an ITA angle (Table 23)."
@@ -606,10 +586,11 @@ def load_lfw(folder) -> pd.DataFrame:
 def _weights_present(folder):
     if not (Path(folder) / WEIGHTS_FILE).is_file(): raise DataError(f"{Path(folder) / WEIGHTS_FILE}: missing (torchvision's ResNet-50 ImageNet weights)")
 
-# `paperlib list --data-root` judges these folders with the readers themselves
-register_check("findml_parade", FOLDERS["cars196"], load_cars)
-register_check("findml_parade", FOLDERS["lfw"], load_lfw)
-register_check("findml_parade", WEIGHTS_FOLDER, _weights_present)
+# the folders only this paper reads; `paperlib list --data-root` judges them (and cub2011, cars196: the library's) once
+CELEBA = register_dataset(Dataset(FOLDERS["celeba"], "CelebA: aligned face photos with identities and landmarks", (CELEBA_IDS_LAYOUT,)))
+LFW = register_dataset(Dataset(FOLDERS["lfw"], "Labeled Faces in the Wild with Kumar et al.'s attribute scores", check=load_lfw))
+WEIGHTS = register_dataset(Dataset(WEIGHTS_FOLDER, "torchvision's ResNet-50 ImageNet weights (resnet50.pth)", check=_weights_present))
+DATASETS = (*FOLDERS.values(), WEIGHTS_FOLDER)
 
 # %% ../../nbs/papers/findml_parade.ipynb #481391e0
 NORM = dict(imagenet=((0.485, 0.456, 0.406), (0.229, 0.224, 0.225)), half=((0.5,) * 3, (0.5,) * 3))

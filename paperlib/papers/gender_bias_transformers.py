@@ -18,7 +18,8 @@ import pandas as pd
 import torch
 from scipy import stats as sps
 
-from ..data import DataError, DataSource, Column, Layout, read_index, register_layout, register_check, fingerprint_real
+from ..data import DataError, DataSource, Column, Layout, read_index, fingerprint_real
+from ..datasets import Dataset, register_dataset
 from ..stats import paired_tests, correct_pvalues, format_p, bootstrap_ci, beats, equivalent
 from ..core import replicate_seeds
 from ..report import rule_outcome
@@ -27,17 +28,17 @@ from ..report import rule_outcome
 __all__ = ['OCCUPATIONS', 'SELECTED', 'FEMALE_SET', 'MALE_SET', 'ALL_OCCUPATIONS', 'EDUCATION', 'TEMPLATE_DOMAINS',
            'TEMPLATES_EN', 'GENDERED_WORDS', 'GENDER_SUBJECTS', 'CONTROL_PAIRS', 'STSB_FILES', 'STSB_SV_FILES',
            'STSB_COLUMNS', 'STSB_SV_COLUMNS', 'STSB_LAYOUTS', 'STSB_SV_LAYOUTS', 'WEIGHT_FILES', 'TOKENIZER_FILES',
-           'MODEL_FOLDERS', 'PRONOUNS', 'SUBJECT_PREFIX', 'T5_FORMAT', 'MT5_FORMAT', 'MT5_HP', 'SV_OCCUPATIONS',
-           'SV_UNIQUE', 'PALETTE_9', 'C8_MARGIN', 'status_table', 'parse_templates', 'load_templates', 'article',
-           'subject_sentence', 'build_sentences', 'word_span', 'piece_index', 'contextual_embeddings', 'sim_matrix',
-           'extrinsic_scores', 'extrinsic_table', 'gender_direction', 'direction_stability', 'polarity', 'gender_wavg',
-           'set_contrast', 'read_stsb', 'read_stsb_sv', 'stsb_templates', 'check_snapshot', 'load_real_data',
-           'load_seq2seq', 'parse_score', 'seq2seq_scores', 'finetune_mt5', 'finetune_seeds', 'seed_bars',
-           'bars_separate', 'fisher_combine', 'sv_counts', 'encoding_throughput', 'fig_delta', 'word_vectors',
-           'intrinsic_analysis', 'fig3_panel', 'sv_sentences', 'pair_scores', 'nan_filled', 'separation_auc',
-           'sts_gate', 'pipeline_gate', 'split_half_agreement', 'direction_gate', 'specificity_gate', 'share_gate',
-           'c1_rule', 'c2_rule', 'c3_rule', 'median_spread', 'c5_rule', 'c6_rule', 'c7_rule', 'c8_rule', 'c9_rule',
-           'relative_offset', 'status_test']
+           'MODEL_FOLDERS', 'PRONOUNS', 'SUBJECT_PREFIX', 'DATASETS', 'T5_FORMAT', 'MT5_FORMAT', 'MT5_HP',
+           'SV_OCCUPATIONS', 'SV_UNIQUE', 'PALETTE_9', 'C8_MARGIN', 'status_table', 'parse_templates', 'load_templates',
+           'article', 'subject_sentence', 'build_sentences', 'word_span', 'piece_index', 'contextual_embeddings',
+           'sim_matrix', 'extrinsic_scores', 'extrinsic_table', 'gender_direction', 'direction_stability', 'polarity',
+           'gender_wavg', 'set_contrast', 'read_stsb', 'read_stsb_sv', 'stsb_templates', 'check_snapshot',
+           'load_real_data', 'load_seq2seq', 'parse_score', 'seq2seq_scores', 'finetune_mt5', 'finetune_seeds',
+           'seed_bars', 'bars_separate', 'fisher_combine', 'sv_counts', 'encoding_throughput', 'fig_delta',
+           'word_vectors', 'intrinsic_analysis', 'fig3_panel', 'sv_sentences', 'pair_scores', 'nan_filled',
+           'separation_auc', 'sts_gate', 'pipeline_gate', 'split_half_agreement', 'direction_gate', 'specificity_gate',
+           'share_gate', 'c1_rule', 'c2_rule', 'c3_rule', 'median_spread', 'c5_rule', 'c6_rule', 'c7_rule', 'c8_rule',
+           'c9_rule', 'relative_offset', 'status_test']
 
 # %% ../../nbs/papers/gender_bias_transformers.ipynb #ae89da09
 OCCUPATIONS = ("technician accountant supervisor engineer worker educator clerk counselor inspector mechanic manager "
@@ -401,13 +402,13 @@ STSB_COLUMNS = [Column("genre"), Column("file"), Column("year"), Column("id"),
                 Column("score", kind="float", doc="similarity 0-5"), Column("sentence1"), Column("sentence2")]
 STSB_SV_COLUMNS = [Column("sentence1", doc="first sentence (Swedish)"), Column("sentence2", doc="second sentence"),
                    Column("score", kind="float", doc="similarity 0-5")]
-STSB_LAYOUTS = {split: register_layout("gender_bias_transformers", Layout(
+STSB_LAYOUTS = {split: Layout(
     f"STS-B {split}", "English STS benchmark (the templates come from the test split)", STSB_COLUMNS, index=name,
-    folder="stsb", sep="\t", header=False, quoting=False, extra_fields=True, required=split == "test"))
+    folder="stsb", sep="\t", header=False, quoting=False, extra_fields=True, required=split == "test")
     for split, name in STSB_FILES.items()}
-STSB_SV_LAYOUTS = {split: register_layout("gender_bias_transformers", Layout(
+STSB_SV_LAYOUTS = {split: Layout(
     f"Swedish STS-B {split}", "machine-translated STS-B (mT5's Swedish fine-tuning)", STSB_SV_COLUMNS, index=name,
-    folder="stsb_sv", sep="\t", required=False)) for split, name in STSB_SV_FILES.items()}
+    folder="stsb_sv", sep="\t", required=False) for split, name in STSB_SV_FILES.items()}
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
 TOKENIZER_FILES = ("tokenizer.json", "spiece.model")
 MODEL_FOLDERS = tuple(f"{m}-{s}" for m in ("t5", "mt5") for s in ("small", "base", "large"))
@@ -488,8 +489,11 @@ def _check_models(folder):
     for name in MODEL_FOLDERS:
         if (Path(folder) / name).exists(): check_snapshot(Path(folder) / name)
 
-# `paperlib list --data-root` judges this folder with the reader itself
-register_check("gender_bias_transformers", "models", _check_models)
+# the folders only this paper reads, judged by `paperlib list --data-root`; models/ by the reader itself
+register_dataset(Dataset("stsb", "the English STS benchmark (GLUE's STS-B, tab-separated)", tuple(STSB_LAYOUTS.values())))
+register_dataset(Dataset("stsb_sv", "the machine-translated Swedish STS-B", tuple(STSB_SV_LAYOUTS.values())))
+register_dataset(Dataset("models", "the Hugging Face snapshots of the studied models", check=_check_models))
+DATASETS = ("stsb", "stsb_sv", "models")
 
 # %% ../../nbs/papers/gender_bias_transformers.ipynb #04c098f6
 T5_FORMAT, MT5_FORMAT = "stsb sentence1: {a} sentence2: {b}", "s1: {a} s2: {b}"

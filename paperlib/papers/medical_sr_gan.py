@@ -14,7 +14,8 @@ from torch import nn
 import torch.nn.functional as F
 from scipy import ndimage as ndi
 
-from ..data import DataError, DataSource, Column, Layout, read_index, register_layout, fingerprint_real
+from ..data import DataError, DataSource, Column, Layout, read_index, fingerprint_real
+from ..datasets import Dataset, register_dataset
 from ..volume import (mean_pool, sample_patch_corners, extract_patches, apply_tiled, seam_index, psnr3d, ssim3d,
                              mni_templates, Template, pseudo_subject, radial_displacement, normalise_intensity,
                              grid_coords, SubjectJitter)
@@ -22,30 +23,33 @@ from ..stats import auc_ci, delong_test, auc_diff_bootstrap, paired_diff_test, b
 from ..train import fit, lr_range_test
 
 # %% auto #0
-__all__ = ['FOLDER', 'SR_SPLIT', 'ADNI_INDEX', 'THALAMUS_MM', 'HIPPOCAMPUS_MM', 'VENTRICLE_PUSH_MM', 'TEMPORAL_PULL_MM',
-           'COHORT_JITTER', 'LAMBDA', 'VARIANTS', 'VARIANT_NAMES', 'MOBILENET_V2', 'CLF_LAYOUT', 'ARMS_MARGIN',
-           'read_nifti', 'check_affines', 'load_real_data', 'cortical_texture', 'subnuclei', 'ventricle_centroid',
-           'synth_image', 'atrophy_displacements', 'synth_subject', 'cohort_severity', 'roi_box', 'PixelShuffle3d',
-           'RDB3d', 'RRDB3d', 'RRDBNet3d', 'VGGDiscriminator3d', 'd_pair', 'ragan_d_loss', 'ragan_g_loss',
-           'gradient_loss', 'one_as_pair', 'patch_pools', 'sps_batch', 'central_crop', 'sr_batches', 'l1_step_loss',
-           'pretrain_sr', 'train_sr', 'make_generator', 'super_resolve', 'InvertedResidual3d', 'MobileNetV2_3d',
-           'clf_batches', 'ce_step_loss', 'classifier_lr', 'recalibrate_bn', 'train_classifier', 'predict_ad',
-           'recovery_ratio', 'upsample_trilinear', 'line_profile', 'profile_correlations', 'quality_rows',
+__all__ = ['FOLDER', 'SR_SPLIT', 'ADNI_INDEX', 'MEDICAL_DATA', 'DATASETS', 'THALAMUS_MM', 'HIPPOCAMPUS_MM', 'VENTRICLE_PUSH_MM',
+           'TEMPORAL_PULL_MM', 'COHORT_JITTER', 'LAMBDA', 'VARIANTS', 'VARIANT_NAMES', 'MOBILENET_V2', 'CLF_LAYOUT',
+           'ARMS_MARGIN', 'read_nifti', 'check_affines', 'load_real_data', 'cortical_texture', 'subnuclei',
+           'ventricle_centroid', 'synth_image', 'atrophy_displacements', 'synth_subject', 'cohort_severity', 'roi_box',
+           'PixelShuffle3d', 'RDB3d', 'RRDB3d', 'RRDBNet3d', 'VGGDiscriminator3d', 'd_pair', 'ragan_d_loss',
+           'ragan_g_loss', 'gradient_loss', 'one_as_pair', 'patch_pools', 'sps_batch', 'central_crop', 'sr_batches',
+           'l1_step_loss', 'pretrain_sr', 'train_sr', 'make_generator', 'super_resolve', 'InvertedResidual3d',
+           'MobileNetV2_3d', 'clf_batches', 'ce_step_loss', 'classifier_lr', 'recalibrate_bn', 'train_classifier',
+           'predict_ad', 'recovery_ratio', 'upsample_trilinear', 'line_profile', 'profile_correlations', 'quality_rows',
            'cohort_inputs', 'gate_sr_learned', 'gate_arms_differ', 'gate_clf_learned', 'rule_sps_beats_plain',
            'rule_asd_beats_sps', 'rule_asd_removes_seams', 'rule_beats_subjects', 'rule_auc_lower', 'rule_auc_falls',
            'rule_direction']
 
 # %% ../../nbs/papers/medical_sr_gan.ipynb #924468f6
 FOLDER = "medical_sr_gan"
-SR_SPLIT = register_layout("medical_sr_gan", Layout(
+SR_SPLIT = Layout(
     "SR split", "one row per HR volume under sr_hr/<subject>.nii.gz: which set it belongs to",
     [Column("subject", doc="the file name under sr_hr/ without .nii.gz"),
      Column("split", choices=("train", "test"), doc="train: SR training; test: SR evaluation")],
-    index="sr_split.csv", folder=FOLDER, key="subject", unique=("subject",)))
-ADNI_INDEX = register_layout("medical_sr_gan", Layout(
+    index="sr_split.csv", folder=FOLDER, key="subject", unique=("subject",))
+ADNI_INDEX = Layout(
     "ADNI index", "one row per skull-stripped T1 volume for CN-vs-AD classification",
     [Column("path", doc="the NIfTI file, relative to adni/"), Column("label", choices=("CN", "AD"), doc="diagnosis")],
-    index="adni/index.csv", path_column="path", path_base="adni", folder=FOLDER, key="path", unique=("path",)))
+    index="adni/index.csv", path_column="path", path_base="adni", folder=FOLDER, key="path", unique=("path",))
+MEDICAL_DATA = register_dataset(Dataset(FOLDER, "HR brain volumes for super-resolution and ADNI T1 volumes for CN vs AD",
+                                        (SR_SPLIT, ADNI_INDEX)))
+DATASETS = (FOLDER,)
 
 def read_nifti(path) -> tuple[np.ndarray, np.ndarray]:
     "(float32 3-D array, affine) of a NIfTI file; a DataError naming the file when it cannot be read or is not 3-D."

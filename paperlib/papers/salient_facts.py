@@ -15,7 +15,8 @@ from torch import nn
 from scipy import stats as sps
 
 from ..core import parallel_map
-from ..data import Column, Layout, DataError, DataSource, read_table, register_layout, fingerprint_real
+from ..data import Column, Layout, DataError, DataSource, read_table, fingerprint_real
+from ..datasets import Dataset, register_dataset
 from ..stats import correct_pvalues, paired_diff_test, beats, not_worse
 from ..report import rule
 from ..text import (load_minilm, load_wordpiece, wordpieces, is_single_piece, EmbeddingCache, wordpiece_sets,
@@ -27,16 +28,17 @@ __all__ = ['LEXICONS', 'UNCOMMON', 'REASONS', 'REASON_MIX', 'NEG_TEMPLATES', 'NE
            'SUGG_HARD_POS', 'SUGG_HARD_NEG', 'NEG_NUMBER_HARD', 'NEG_UNCOMMON_HARD', 'NEG_FRAME', 'POS_REVIEW',
            'WORDY_EXTRA', 'EASY', 'HARD', 'HARDER', 'LADDER', 'SIM_LEVEL', 'TASK_LEVEL', 'QUANTITY_WORDS',
            'TAG_TARGETS', 'TASKS', 'TASK_RATES', 'TASK_TRAIN', 'TASK_EASY', 'TASK_HARD', 'FOLDER', 'TASK_FOLDER',
-           'LABEL', 'COMPANY_LAYOUT', 'PRODUCT_LAYOUT', 'TASK_LAYOUT', 'MODEL_DIRS', 'TAGS', 'NOUNS', 'QUANTITY_LIST',
-           'SYNONYMS', 'ONE_SEED', 'F1_CEILING', 'TASK_CEILING', 'MATCH_MARGIN', 'F1_BAND', 'TASK_BAND', 'PAPER',
-           'DATASET_NAMES', 'SimConfig', 'sim_config', 'SalientSim', 'word_tokens', 'has_quantity', 'tag_rates',
-           'task_hardness', 'make_task', 'read_lines', 'stratified_split', 'load_real_data', 'local_models',
-           'write_tiny_dataset', 'enrich', 'attribute_words', 'editor_oracle', 'uncommon_list', 'HeadConfig',
-           'mlp_head', 'val_split', 'uda_loss', 'fit_scorer', 'fit_linear', 'piece_ids', 'compact_ids', 'KimCNN',
-           'BiLSTM', 'candidates', 'avg_dist', 'textual_affinity', 'rerank', 'propagate', 'eda', 'textrank',
-           'kmeans_centroids', 'longest', 'top_k', 'one_sided_paired_p', 'lm_beats_classical', 'enrichment_helps',
-           'lp_helps', 'pseudo_label_sanity', 'transfer_richer', 'band_margin', 'in_band', 'has_headroom',
-           'small_data_matches', 'mechanism_holds', 'enrichment_with_mechanism', 'experts_ranked_high', 'recall_gain']
+           'LABEL', 'COMPANY_LAYOUT', 'PRODUCT_LAYOUT', 'TASK_LAYOUT', 'MODEL_DIRS', 'DATASETS', 'TAGS', 'NOUNS',
+           'QUANTITY_LIST', 'SYNONYMS', 'ONE_SEED', 'F1_CEILING', 'TASK_CEILING', 'MATCH_MARGIN', 'F1_BAND',
+           'TASK_BAND', 'PAPER', 'DATASET_NAMES', 'SimConfig', 'sim_config', 'SalientSim', 'word_tokens',
+           'has_quantity', 'tag_rates', 'task_hardness', 'make_task', 'read_lines', 'stratified_split',
+           'load_real_data', 'local_models', 'write_tiny_dataset', 'enrich', 'attribute_words', 'editor_oracle',
+           'uncommon_list', 'HeadConfig', 'mlp_head', 'val_split', 'uda_loss', 'fit_scorer', 'fit_linear', 'piece_ids',
+           'compact_ids', 'KimCNN', 'BiLSTM', 'candidates', 'avg_dist', 'textual_affinity', 'rerank', 'propagate',
+           'eda', 'textrank', 'kmeans_centroids', 'longest', 'top_k', 'one_sided_paired_p', 'lm_beats_classical',
+           'enrichment_helps', 'lp_helps', 'pseudo_label_sanity', 'transfer_richer', 'band_margin', 'in_band',
+           'has_headroom', 'small_data_matches', 'mechanism_holds', 'enrichment_with_mechanism', 'experts_ranked_high',
+           'recall_gain']
 
 # %% ../../nbs/papers/salient_facts.ipynb #86f05a2f
 LEXICONS = dict(
@@ -448,17 +450,17 @@ def make_task(task: str, n_train: int, n_test: int, seed: int, hard: tuple | Non
 # %% ../../nbs/papers/salient_facts.ipynb #e2fb5b24
 FOLDER, TASK_FOLDER = "salient_facts", "minority_tasks"
 LABEL = Column("label", choices=(0, 1), kind="int", doc="1 = salient (or positive), 0 = not")
-COMPANY_LAYOUT = register_layout("salient_facts", Layout(
+COMPANY_LAYOUT = Layout(
     "company reviews", "one review sentence per row, labelled (one file per company, e.g. google.csv)",
     [Column("sentence", doc="the sentence"), LABEL,
      Column("reason", choices=REASONS, allow_empty=True, doc="optional column: why a sentence is not salient")],
-    index="{company}.csv", folder=FOLDER))
-PRODUCT_LAYOUT = register_layout("salient_facts", Layout(
+    index="{company}.csv", folder=FOLDER)
+PRODUCT_LAYOUT = Layout(
     "product reviews", "review sentences of one product; label optional (needed for the Table 7 ratios)",
-    [Column("sentence"), LABEL], index="product/{product}.csv", folder=FOLDER, required=False))
-TASK_LAYOUT = register_layout("salient_facts", Layout(
+    [Column("sentence"), LABEL], index="product/{product}.csv", folder=FOLDER, required=False)
+TASK_LAYOUT = Layout(
     "minority-comment task", "one text per row, labelled", [Column("text"), LABEL],
-    index="{task}/{train,test}.csv", folder=TASK_FOLDER, required=False))
+    index="{task}/{train,test}.csv", folder=TASK_FOLDER, required=False)
 MODEL_DIRS = {"BERT": "bert-base-uncased", "ALBERT": "albert-base-v2", "RoBERTa": "roberta-base"}
 
 def _read_csv(path: Path, required=("sentence", "label"), optional=("reason",)) -> pd.DataFrame:
@@ -534,6 +536,19 @@ def local_models(data_root) -> dict:
     if data_root is None: return {}
     base = Path(data_root) / "models"
     return {k: base / v for k, v in MODEL_DIRS.items() if (base / v / "config.json").is_file()}
+
+def _check_tasks(folder):
+    "Every minority-comment task present under `folder` must have readable train.csv and test.csv."
+    for t in TASKS:
+        if (Path(folder) / t).is_dir():
+            for part in ("train", "test"): _read_csv(Path(folder) / t / f"{part}.csv", required=("text", "label"), optional=())
+
+# the folders only this paper reads, judged by `paperlib list --data-root` with the readers themselves (the company
+# files are named after their companies, so no fixed file name can stand for them)
+register_dataset(Dataset(FOLDER, "labelled review sentences per company, unlabelled and expert sentences, products",
+                         (COMPANY_LAYOUT, PRODUCT_LAYOUT), check=lambda folder: load_real_data(folder)))
+register_dataset(Dataset(TASK_FOLDER, "the minority-comment classification tasks", (TASK_LAYOUT,), check=_check_tasks))
+DATASETS = (FOLDER, TASK_FOLDER)
 
 # %% ../../nbs/papers/salient_facts.ipynb #bf2cb29f
 def write_tiny_dataset(data_root, n: int = 40, seed: int = 0) -> Path:

@@ -14,7 +14,8 @@ import torch
 from torch import nn
 import torch.nn.functional as F
 
-from ..data import Column, Layout, DataError, DataSource, load_real, register_layout, register_check, embedded_source, fingerprint_real
+from ..data import Column, Layout, DataError, DataSource, load_real, embedded_source, fingerprint_real
+from ..datasets import Dataset, register_dataset
 from ..contrastive import (CONTRASTIVE_LOSSES, check_contrastive_loss, check_alpha, contrastive_loss, supcon_loss,
                                   attract_loss, simclr_loss, ContrastiveCNN, train_contrastive, head_predict, linear_probe,
                                   intra_class_cosine, centre_similarity, stratum_geometry)
@@ -23,7 +24,7 @@ from ..stats import beats
 from ..report import rule
 
 # %% auto #0
-__all__ = ['CIFAR10_FILES', 'CIFAR100_FILES', 'CIFAR10_VEHICLES', 'MNIST_FILES', 'WATERBIRDS_FOLDER', 'WATERBIRDS',
+__all__ = ['CIFAR10_FILES', 'CIFAR100_FILES', 'CIFAR10_VEHICLES', 'MNIST_FILES', 'WATERBIRDS_FOLDER', 'WATERBIRDS', 'DATASETS',
            'COARSE_U_FRACTIONS', 'LOSS_CONFIGS', 'MAIN', 'StrataSet', 'safe_unpickle', 'load_cifar10', 'load_cifar100',
            'read_idx', 'load_mnist', 'load_waterbirds', 'digits_images', 'stratified_split', 'thin_strata',
            'add_stripes', 'spurious_attribute', 'symmetric_noise', 'digits_sets', 'gaussian_strata', 'real_sets',
@@ -177,17 +178,21 @@ def load_mnist(folder) -> dict:
     return out
 
 # %% ../../nbs/papers/supcon_strata.ipynb #5b7c68a9
-# `paperlib list --data-root` judges these folders with the readers themselves
-for _folder, _reader in (("cifar-10-batches-py", load_cifar10), ("cifar-100-python", load_cifar100), ("MNIST", load_mnist)):
-    register_check("supcon_strata", _folder, _reader)
+# the folders only this paper reads, judged by `paperlib list --data-root` with the readers themselves
+for _folder, _reader, _what in (("cifar-10-batches-py", load_cifar10, "CIFAR-10, python version (pickled batches)"),
+                                ("cifar-100-python", load_cifar100, "CIFAR-100, python version (pickled train and test)"),
+                                ("MNIST", load_mnist, "MNIST as torchvision keeps it (raw IDX files)")):
+    register_dataset(Dataset(_folder, _what, check=_reader))
 
 # %% ../../nbs/papers/supcon_strata.ipynb #ca7c76c1
 WATERBIRDS_FOLDER = "waterbird_complete95_forest2water2"
-WATERBIRDS = register_layout("supcon_strata", Layout(
+WATERBIRDS = Layout(
     "Waterbirds", "one row per image (Sagawa et al.'s metadata.csv)",
     [Column("img_filename", doc="image path under the dataset folder"), Column("y", (0, 1), kind="int", doc="1: waterbird"),
      Column("place", (0, 1), kind="int", doc="1: water background"), Column("split", (0, 1, 2), kind="int", doc="0 train, 1 val, 2 test")],
-    index="metadata.csv", path_column="img_filename", path_base=".", folder=WATERBIRDS_FOLDER, unique=("img_filename",), key="img_filename"))
+    index="metadata.csv", path_column="img_filename", path_base=".", folder=WATERBIRDS_FOLDER, unique=("img_filename",), key="img_filename")
+register_dataset(Dataset(WATERBIRDS_FOLDER, "Waterbirds (Sagawa et al.): CUB birds pasted on Places backgrounds", (WATERBIRDS,)))
+DATASETS = ("cifar-10-batches-py", "cifar-100-python", "MNIST", WATERBIRDS_FOLDER)
 
 def load_waterbirds(folder, side: int = 32) -> tuple[DataSource, dict]:
     "Waterbirds images resized to side x side, {split: (images (N, 3, side, side) uint8, y, place)}; train = split 0, test = split 2."
