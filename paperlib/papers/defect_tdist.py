@@ -8,6 +8,7 @@ import copy, hashlib, json, math, re, tempfile, warnings, zlib
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field, asdict, replace
 from functools import lru_cache
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -420,7 +421,7 @@ def labelled_subset(n: int, fraction: float, seed: int, name: str = "") -> np.nd
 
 def _t(a) -> torch.Tensor: return torch.from_numpy(np.ascontiguousarray(a, dtype=np.float32))[:, None]
 
-def _endless(X: torch.Tensor, Y: torch.Tensor, batch: int, seed) -> "Iterator":
+def _endless(X: torch.Tensor, Y: torch.Tensor, batch: int, seed) -> Iterator:
     "Endless (image, mask) batches, each pass a fresh permutation drawn from `seed` (a short last batch is dropped)."
     rng, b = np.random.default_rng(seed), max(1, min(batch, len(X)))
     while True:

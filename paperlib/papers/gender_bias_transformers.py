@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+import matplotlib.pyplot as plt
 import torch
 from scipy import stats as sps
 
