@@ -1469,6 +1469,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                                   'paperlib/papers/supcon_strata.py'),
                                                'paperlib.papers.supcon_strata.rule_learned': ( 'papers/supcon_strata.html#rule_learned',
                                                                                                'paperlib/papers/supcon_strata.py'),
+                                               'paperlib.papers.supcon_strata.rule_main_beats': ( 'papers/supcon_strata.html#rule_main_beats',
+                                                                                                  'paperlib/papers/supcon_strata.py'),
                                                'paperlib.papers.supcon_strata.rule_size_order': ( 'papers/supcon_strata.html#rule_size_order',
                                                                                                   'paperlib/papers/supcon_strata.py'),
                                                'paperlib.papers.supcon_strata.rule_size_order_vs': ( 'papers/supcon_strata.html#rule_size_order_vs',

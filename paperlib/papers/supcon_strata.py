@@ -21,7 +21,7 @@ from ..contrastive import (CONTRASTIVE_LOSSES, check_contrastive_loss, check_alp
                                   intra_class_cosine, centre_similarity, stratum_geometry)
 from ..metric import embed
 from ..stats import beats
-from ..report import rule
+from ..report import rule, RuleResult
 
 # %% auto #0
 __all__ = ['CIFAR10_FILES', 'CIFAR100_FILES', 'CIFAR10_VEHICLES', 'MNIST_FILES', 'WATERBIRDS_FOLDER', 'WATERBIRDS', 'DATASETS',
@@ -32,7 +32,7 @@ __all__ = ['CIFAR10_FILES', 'CIFAR100_FILES', 'CIFAR10_VEHICLES', 'MNIST_FILES',
            'forgetting_events', 'top_scores', 'recover_groups', 'recovery_f1', 'group_dro', 'group_accuracy', 'simplex',
            'collapse_bound', 'collapsed_fine_ce', 'case_probabilities', 'case_probabilities_mc', 'rule_learned',
            'rule_gain', 'rule_gain_significant', 'rule_size_order', 'rule_size_order_vs', 'rule_beats_all',
-           'rule_items_beat', 'rule_closed_form', 'rule_bound', 'rule_higher', 'rule_theory']
+           'rule_main_beats', 'rule_items_beat', 'rule_closed_form', 'rule_bound', 'rule_higher', 'rule_theory']
 
 # %% ../../nbs/papers/supcon_strata.ipynb #54a98620
 @dataclass
@@ -547,6 +547,17 @@ def rule_beats_all(diffs: dict, margin: float = 0.0, level: float = 0.95) -> tup
     res = {k: beats(np.asarray(v, float), margin=margin, level=level) for k, v in diffs.items()}
     outs = [r["passed"] for r in res.values()]
     return (None if any(o is None for o in outs) else bool(all(outs))), res
+
+_ARMS = {"CE": [0.88, 0.89, 0.885], "L_SC": [0.85, 0.86, 0.855], "L_spread": [0.90, 0.92, 0.91]}
+@rule(passes=dict(arms=_ARMS, main="L_spread"), fails=dict(arms={**_ARMS, "CE": [0.91, 0.93, 0.92]}, main="L_spread"))
+def rule_main_beats(arms: dict, main: str, baselines=("L_SC", "CE"), label: str = "L_spread", level: float = 0.95) -> RuleResult:
+    """C5/C6: `main` − each of `baselines` (per-seed values of each arm, paired by seed) has a one-sided `level` lower bound
+    > 0 (`rule_beats_all`); its values are each arm's mean and each comparison's [mean, lower bound]."""
+    ok, res = rule_beats_all({f"{label} − {b}": np.asarray(arms[main], float) - np.asarray(arms[b], float) for b in baselines}, level=level)
+    why = ("one application seed in this profile: no interval" if ok is None else
+           "; ".join(f"{k}: mean {r['estimate']:+.3f}, lower bound {r['lower']:+.3f}" for k, r in res.items() if r["passed"] is False) or None)
+    return RuleResult(ok, why, {**{a: round(float(np.mean(v)), 3) for a, v in arms.items()},
+                                **{f"{k} (mean, lower)": [round(r["estimate"], 3), round(r["lower"], 3)] for k, r in res.items()}})
 
 _RIGHT, _FEWER = np.r_[np.ones(300), np.zeros(200)], np.r_[np.zeros(60), np.ones(240), np.zeros(200)]   # ours right on 60 more of 500
 @rule(passes=dict(ours=_RIGHT, baseline=_FEWER), fails=dict(ours=_FEWER, baseline=_RIGHT))
