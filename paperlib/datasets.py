@@ -59,8 +59,9 @@ class Dataset:
 REGISTRY: dict[str, Dataset] = {}
 
 def _origin(ds: Dataset) -> tuple:
+    # not the module: a paper notebook run by papermill registers in __main__ what its exported module registers
     fn = ds.check or ds.write_tiny
-    return (ds.description, tuple(l.name for l in ds.layouts), getattr(fn, "__module__", None), getattr(fn, "__qualname__", None))
+    return (ds.description, tuple(l.name for l in ds.layouts), getattr(fn, "__qualname__", None))
 
 def _where(ds: Dataset) -> str:
     fn = ds.check or ds.write_tiny

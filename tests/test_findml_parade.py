@@ -405,6 +405,19 @@ def test_real_benchmarks_train_and_evaluate(tmp_path):
     assert set(cel.gap["low"]) | set(cel.gap["high"]) <= set(cel.a_te)
 
 
+def test_lfw_as_the_official_archive_unpacks(tmp_path):
+    "lfw.tgz unpacks the person folders straight into lfw/ (no lfw/lfw/); the attribute file dropped beside them is read the same."
+    import shutil
+    write_lfw(tmp_path)
+    base = tmp_path / FOLDERS["lfw"]
+    nested = load_lfw(base)
+    for person in (base / "lfw").iterdir(): shutil.move(str(person), str(base / person.name))
+    (base / "lfw").rmdir()
+    flat = load_lfw(base)
+    assert len(flat) == len(nested) == N_CLASSES * 8 and flat.race.tolist() == nested.race.tolist()
+    assert flat.path[0] == str(base / "Person_Aee" / "Person_Aee_0001.jpg")
+
+
 def test_bom_header_is_read(tmp_path):
     write_tiny_dataset(tmp_path)
     for p in (tmp_path / FOLDERS["cub2011"] / "CUB_200_2011" / "images.txt", tmp_path / FOLDERS["lfw"] / "lfw_attributes.txt"):

@@ -569,15 +569,17 @@ def load_celeba(folder, cache: Path | None = None) -> pd.DataFrame:
     return df.drop(columns="image")
 
 def load_lfw(folder) -> pd.DataFrame:
-    "LFW index (path, label = person, race, table, line) of `lfw/`: the images of lfw_attributes.txt with a race score above 0."
+    """LFW index (path, label = person, race, table, line) of `lfw/`: the images of lfw_attributes.txt with a race score
+    above 0. The photos are in `lfw/lfw/<person>/`, or in `lfw/<person>/` where the official lfw.tgz was unpacked."""
     folder = Path(folder)
+    photos = folder / "lfw" if (folder / "lfw").is_dir() else folder
     path = folder / "lfw_attributes.txt"
     fix = lambda line: re.sub(r"^#\s*", "", line.rstrip("\r\n"))
     t = read_table_after(path, LFW_ATTRS, skip=2, first_line=fix, sep="\t", header=True, unique=(("person", "imagenum"),), key="person")
     scores = t[list(LFW_RACES)].to_numpy()
     race = np.where(scores.max(1) > 0, np.asarray(LFW_RACES)[scores.argmax(1)], None)
     names = [p.strip().replace(" ", "_") for p in t.person]
-    df = pd.DataFrame(dict(path=[str(folder / "lfw" / n / f"{n}_{k:04d}.jpg") for n, k in zip(names, t.imagenum)],
+    df = pd.DataFrame(dict(path=[str(photos / n / f"{n}_{k:04d}.jpg") for n, k in zip(names, t.imagenum)],
                            label=pd.factorize(pd.Series(names))[0] + 1, race=race, table=str(path), line=t.attrs["lines"]))
     _check_files(df.path, df.table, df.line, "person")
     return df
