@@ -20,7 +20,7 @@ __all__ = ['LOSSES', 'CLASSIFICATION_LOSSES', 'LOSS_NAMES', 'MINERS', 'EXTRA_LOS
            'SemihardSampledMiner', 'make_dml_miner', 'accuracy_calculator', 'retrieval_metrics', 'map_at_r',
            'r_precision', 'precision_at_1', 'map_at_r_torch', 'random_map_at_r_draws', 'random_map_at_r', 'recall_hits',
            'recall_at_k', 'sklearn_kmeans', 'cluster_nmi', 'uniformity_kl', 'EmbeddingCNN', 'embed', 'batches',
-           'TrainResult', 'train_embedder', 'repeated_metrics', 'mean_std']
+           'LossTerm', 'TrainResult', 'train_embedder', 'repeated_metrics', 'mean_std']
 
 # %% ../nbs/10_metric.ipynb #a3f8d71f
 LOSSES = dict(contrastive="ContrastiveLoss", triplet="TripletMarginLoss", multi_similarity="MultiSimilarityLoss",
@@ -293,6 +293,53 @@ def batches(labels, batch_size: int = 32, m: int = 4, seed: int = 0):
         rs = np.random.get_state(); np.random.set_state(keep)
         for s in range(0, len(idx) - batch_size + 1, batch_size): yield idx[s:s + batch_size]
 
+# %% ../nbs/10_metric.ipynb #8517d007
+class LossTerm:
+    """A term of `train_embedder`'s loss: `names` are its parts (history columns); `loss` gives {name: (weight, value)}
+    for a batch, and the loop adds weight x value."""
+    names: tuple = ()
+
+    def build(self, model: nn.Module, device) -> list:
+        "Build the term's modules for `model` and return their Adam parameter groups (called once, after the model's loss)."
+        return []
+
+    def forward(self, model: nn.Module, x):
+        "The embeddings the DML loss reads; a term that needs more of the same pass overrides this and keeps it for `loss`."
+        return model(x)
+
+    def loss(self, emb, idx, step: int) -> dict:
+        "{name: (weight, value)} for a batch: `emb` its embeddings, `idx` its rows of X, `step` counted from 1."
+        raise NotImplementedError
+
+_RESERVED = ("step", "loss", "val", "main")
+
+def _term_forward(terms):
+    "The forward pass of a list of terms (the model's own, or the one term's that replaces it), after checking the list."
+    bad = [type(t).__name__ for t in terms if not isinstance(t, LossTerm)]
+    if bad: raise TypeError(f"terms must be LossTerm instances, got {', '.join(bad)}")
+    names = [n for t in terms for n in t.names]
+    clash = sorted({n for n in names if n in _RESERVED or names.count(n) > 1})
+    if clash: raise ValueError(f"term names {clash} repeat or are taken; taken: {', '.join(_RESERVED)}")
+    own = [t for t in terms if type(t).forward is not LossTerm.forward]
+    if len(own) > 1: raise ValueError(f"at most one term may replace the forward pass, got {', '.join(type(t).__name__ for t in own)}")
+    return own[0].forward if own else (lambda model, x: model(x))
+
+def _add_terms(l, terms, emb, idx, step: int, acc: dict):
+    "The DML loss `l` plus every term's weighted parts; `acc` sums the unweighted values for the history."
+    acc["main"] += l.item()
+    for t in terms:
+        parts = t.loss(emb, idx, step)
+        if set(parts) != set(t.names): raise ValueError(f"{type(t).__name__}.loss gave {sorted(parts)}; its names: {list(t.names)}")
+        for n, (w, v) in parts.items():
+            if w != 0: l = l + w * v        # a zero weight adds no node: the gradients of the run without the part
+            acc[n] += v.item() if torch.is_tensor(v) else float(v)
+    return l
+
+def _inputs(X) -> torch.Tensor:
+    "X as a tensor: floats as float32; integer images (uint8) kept as they are and cast per batch (a quarter of the memory)."
+    X = X.detach() if torch.is_tensor(X) else torch.as_tensor(np.asarray(X))
+    return X.float() if X.is_floating_point() else X
+
 # %% ../nbs/10_metric.ipynb #db4701b5
 @dataclass
 class TrainResult:
@@ -306,15 +353,17 @@ class TrainResult:
 def train_embedder(model: nn.Module, loss: str, X, y, *, steps: int = 500, batch_size: int = 32, m: int | None = None,
                    lr: float = 1e-3, loss_lr: float = 1e-2, loss_params: dict | None = None, miner: str | None = None,
                    miner_params: dict | None = None, transform=None, validate=None, val_every: int = 100, patience: int = 5, seed: int = 0, device="cpu",
-                   progress: bool = True, desc: str = "train", weight_decay: float = 0.0) -> TrainResult:
+                   progress: bool = True, desc: str = "train", weight_decay: float = 0.0, terms=()) -> TrainResult:
     """Train `model` on (X, y) with the PML loss `loss` (and `miner`); keep the best state by `validate(model)` (higher is better).
     `model` may be a function that builds it: it is then built after seeding, so `seed` fixes its initial weights too.
-    `loss` is any name of `DML_LOSSES`, `miner` any name of `make_dml_miner`; `weight_decay` applies to the model only."""
+    `loss` is any name of `DML_LOSSES`, `miner` any name of `make_dml_miner`; `weight_decay` applies to the model only.
+    `terms`: `LossTerm`s added to the loss; their history columns are means over the steps since the previous row, which
+    comes every `val_every` steps and at the last step when validating or with terms."""
     # tqdm.auto in a notebook needs ipywidgets' IProgress and warns in every forked worker; plain tqdm when silent
     if progress: from tqdm.auto import tqdm
     else: from tqdm import tqdm
     check_dml_loss(loss)
-    X, y = _as_tensor(X), _as_tensor(y, torch.long)
+    X, y, forward = _inputs(X), _as_tensor(y, torch.long), _term_forward(terms)
     classes, y_idx = torch.unique(y, return_inverse=True)   # classification losses need labels 0..C-1
     torch.manual_seed(seed)
     if not isinstance(model, nn.Module): model = model()
@@ -323,38 +372,42 @@ def train_embedder(model: nn.Module, loss: str, X, y, *, steps: int = 500, batch
     mine = make_dml_miner(miner, **(miner_params or {})) if miner else None
     groups = [dict(params=model.parameters(), lr=lr, weight_decay=weight_decay)]
     if list(loss_fn.parameters()): groups.append(dict(params=loss_fn.parameters(), lr=loss_lr))
+    for t in terms: groups += t.build(model, device)      # after the model and its loss: same initial weights as without
     opt = torch.optim.Adam(groups)
     m = m or (1 if loss in CLASSIFICATION_LOSSES else 4)
     stream = batches(y_idx.numpy(), batch_size, m, seed)
     gen = torch.Generator().manual_seed(seed + 1)
-    rows, best, best_step, best_state, bad = [], -np.inf, 0, None, 0
+    rows, best, best_step, best_state, bad, step = [], -np.inf, 0, None, 0, 0
+    cols = ["main", *(n for t in terms for n in t.names)] if terms else []
+    acc = dict.fromkeys(cols, 0.0)
     bar = tqdm(range(1, steps + 1), desc=desc, disable=not progress, mininterval=2, leave=False)
     run = 0.0
     for step in bar:
         model.train()
         idx = torch.from_numpy(next(stream))
-        xb = X[idx]
+        xb = X[idx].float()
         if transform is not None: xb = transform(xb, idx, gen)
-        emb, yb = model(xb.to(device)), y_idx[idx].to(device)
+        emb, yb = forward(model, xb.to(device)), y_idx[idx].to(device)
         l = loss_fn(emb, yb, mine(emb, yb)) if mine is not None else loss_fn(emb, yb)
+        if terms: l = _add_terms(l, terms, emb, idx, step, acc)
         opt.zero_grad(); l.backward(); opt.step()
         run = 0.9 * run + 0.1 * l.item() if step > 1 else l.item()
-        if validate is not None and (step % val_every == 0 or step == steps):
-            score = float(validate(model))
-            rows.append(dict(step=step, loss=run, val=score))
+        if step % val_every and not (step == steps and (validate is not None or terms)): continue
+        rows.append(dict(step=step, loss=run, val=np.nan, **{n: v / (step % val_every or val_every) for n, v in acc.items()}))
+        acc = dict.fromkeys(cols, 0.0)
+        if validate is not None:
+            score = rows[-1]["val"] = float(validate(model))
             if score > best:
                 best, best_step, best_state, bad = score, step, copy.deepcopy(model.state_dict()), 0
             else:
                 bad += 1
                 if bad >= patience: break
             bar.set_postfix(loss=f"{run:.3f}", val=f"{score:.3f}")
-        elif step % val_every == 0:
-            rows.append(dict(step=step, loss=run, val=np.nan))
     bar.close()
     if best_state is not None: model.load_state_dict(best_state)
     else: best_step, best = step, np.nan
     model.eval()
-    return TrainResult(model, loss_fn, pd.DataFrame(rows, columns=["step", "loss", "val"]), best_step, best)
+    return TrainResult(model, loss_fn, pd.DataFrame(rows, columns=["step", "loss", "val", *cols]), best_step, best)
 
 # %% ../nbs/10_metric.ipynb #98fbc267
 def repeated_metrics(model, make_inputs, labels, seeds=range(5), device="cpu") -> pd.DataFrame:

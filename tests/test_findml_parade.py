@@ -16,7 +16,7 @@ from paperlib.fairness import subgroup_gap, check_shares
 from paperlib.metric import train_embedder
 from paperlib.papers.findml_parade import (
     FOLDERS, METHODS, MINER_PARAMS, VARIANTS, PAPER_T13, PAPER_T17, PAPER_T19, PAPER_T20, PAPER_T2A, PAPER_T2B,
-    ParadeNet, mlp_backbone, train_parade, method_spec, digits_class_bench, digits_attr_bench, make_attribute,
+    ParadeNet, ParadeTerms, mlp_backbone, train_parade, method_spec, digits_class_bench, digits_attr_bench, make_attribute,
     training_counts, minority_classes, run_class_job, run_attr_job, gap_rows, GAP_RULE_CLASS, load_cub, load_cars,
     load_celeba, load_lfw, real_class_bench, real_attr_bench, gap_for_present, ita_category, control_per_class,
     CELEBA_SHARES, LFW_RACES, chance_r1, gate_learned, gate_control, gate_gap_exists, gate_sa_learned, paired_family,
@@ -31,7 +31,7 @@ TINY_CFG = dict(steps=3, batch_size=16, m=2, lr=1e-3, weight_decay=4e-4, xi_lr=1
 
 # --- the method -------------------------------------------------------------------------------------------------------
 
-def test_parade_without_its_terms_is_the_library_loop():
+def test_parade_is_the_library_loop_with_its_terms():
     g = torch.Generator().manual_seed(0)
     X = torch.rand(96, 64, generator=g); y = torch.arange(6).repeat_interleave(16); X += torch.eye(6, 64)[y]
     a = np.where(np.arange(96) % 4 == 0, "rare", "common")
@@ -40,13 +40,22 @@ def test_parade_without_its_terms_is_the_library_loop():
     ref = train_embedder(mk, "margin", X, y, miner="distance_weighted", miner_params=MINER_PARAMS["distance_weighted"],
                          loss_lr=5e-4, progress=False, **kw).model.state_dict()
     std = train_parade(mk, X, y, a, alpha_sa=0, rho=0, miner_params=MINER_PARAMS["distance_weighted"], **kw)
-    assert std.xi is None and all(torch.equal(ref[k], std.model.state_dict()[k]) for k in ref)
+    assert std.xi is None and std.loss_s is None and all(torch.equal(ref[k], std.model.state_dict()[k]) for k in ref)
     par = train_parade(mk, X, y, a, alpha_sa=0.3, rho=100.0, miner_params=MINER_PARAMS["distance_weighted"], log_every=4, **kw)
     assert not torch.equal(par.model.head_t.weight, std.model.head_t.weight)
-    assert len(par.history) == 3 and (par.history.c > 0).all()
+    assert len(par.history) == 3 and (par.history.c > 0).all() and (par.history.L_sa > 0).all()
+    # the same run through train_embedder with the term: the terms' history columns and the same weights
+    t = ParadeTerms(a, alpha_sa=0.3, rho=100.0, miner_params=MINER_PARAMS["distance_weighted"])
+    r = train_embedder(mk, "margin", X, y, miner="distance_weighted", miner_params=MINER_PARAMS["distance_weighted"],
+                       loss_lr=5e-4, progress=False, val_every=4, terms=[t], **kw)
+    assert all(torch.equal(v, par.model.state_dict()[k]) for k, v in r.model.state_dict().items())
+    assert r.history[["main", "L_sa", "c"]].to_numpy().tolist() == par.history[["L_targ", "L_sa", "c"]].to_numpy().tolist()
     z = [train_parade(mk, X, y, a, alpha_sa=al, rho=r, miner_params=MINER_PARAMS["distance_weighted"], **{**kw, "steps": 0})
          for al, r in ((0, 0), (0.3, 100.0))]
     assert all(torch.equal(z[0].model.state_dict()[k], v) for k, v in z[1].model.state_dict().items())   # same initial weights
+    assert ParadeTerms(a, alpha_sa=0, rho=0).build(mk(), "cpu") == []
+    with pytest.raises(ValueError, match="must be >= 0"):
+        ParadeTerms(a, alpha_sa=-0.1)
 
 
 def test_gap_rules_give_the_papers_gaps_from_its_own_tables():

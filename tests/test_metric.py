@@ -6,7 +6,8 @@ import torch.nn.functional as F
 
 from paperlib.metric import (LOSSES, make_loss, check_loss, is_classification_loss, retrieval_metrics, map_at_r,
                              r_precision, precision_at_1, map_at_r_torch, random_map_at_r, EmbeddingCNN, embed,
-                             batches, train_embedder, mean_std, repeated_metrics)
+                             batches, train_embedder, mean_std, repeated_metrics, LossTerm, make_dml_loss,
+                             make_dml_miner)
 
 
 def test_unknown_loss_lists_valid_ones():
@@ -129,6 +130,83 @@ def test_early_stopping_with_patience():
     r = train_embedder(EmbeddingCNN((8, 16), dim=16, in_size=8), "contrastive", X, y, steps=100, batch_size=16,
                        validate=val, val_every=5, patience=2, progress=False)
     assert r.best_step == 5 and len(r.history) == 3
+
+
+class _TwoHeads(torch.nn.Module):
+    "A shared trunk with two normalised heads (the shape of a model that a term reads a second embedding from)."
+    def __init__(self):
+        super().__init__()
+        self.trunk = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(3 * 8 * 8, 32), torch.nn.ReLU())
+        self.a, self.b, self.dim = torch.nn.Linear(32, 8), torch.nn.Linear(32, 8), 8
+
+    def both(self, x):
+        h = self.trunk(x)
+        return F.normalize(self.a(h), dim=1), F.normalize(self.b(h), dim=1)
+
+    def forward(self, x): return self.both(x)[0]
+
+
+class _Apart(LossTerm):
+    "The second head's embeddings pushed off the first's: weight x mean cosine of the two, with a module of its own."
+    names = ("cos",)
+    def __init__(self, w): self.w, self.proj = w, None
+    def build(self, model, device):
+        if self.w == 0: return []
+        self.proj = torch.nn.Linear(model.dim, model.dim).to(device)
+        return [dict(params=self.proj.parameters(), lr=1e-3)]
+    def forward(self, model, x):
+        e, self.other = model.both(x)
+        return e
+    def loss(self, emb, idx, step):
+        if self.w == 0: return dict(cos=(0.0, 0.0))
+        return dict(cos=(self.w, (emb * F.normalize(self.proj(self.other), dim=1)).sum(1).mean()))
+
+
+def _reference_loop(X, y, steps, seed):
+    "train_embedder's loop written out (margin loss, distance-weighted miner, no validation): what `terms=[]` must equal."
+    torch.manual_seed(seed)
+    model = _TwoHeads()
+    loss_fn = make_dml_loss("margin", num_classes=len(torch.unique(y)), embedding_size=8)
+    mine = make_dml_miner("distance_weighted")
+    opt = torch.optim.Adam([dict(params=model.parameters(), lr=1e-3, weight_decay=4e-4),
+                            dict(params=loss_fn.parameters(), lr=5e-4)])
+    stream = batches(y.numpy(), 16, 4, seed)
+    for _ in range(steps):
+        model.train()
+        idx = torch.from_numpy(next(stream))
+        emb = model(X[idx])
+        l = loss_fn(emb, y[idx], mine(emb, y[idx]))
+        opt.zero_grad(); l.backward(); opt.step()
+    return model.state_dict()
+
+
+def test_terms_leave_the_loop_as_it_was():
+    X, y = _toy()
+    kw = dict(steps=15, batch_size=16, m=4, lr=1e-3, loss_lr=5e-4, weight_decay=4e-4, miner="distance_weighted", seed=4,
+              progress=False, val_every=4)
+    ref = _reference_loop(X, y, 15, 4)
+    runs = {name: train_embedder(_TwoHeads, "margin", X, y, terms=t, **kw) for name, t in
+            (("plain", []), ("zero", [_Apart(0.0)]), ("on", [_Apart(2.0)]))}
+    for name in ("plain", "zero"):            # no term, or a term of weight 0 that builds nothing: the loop's weights, to the bit
+        w = runs[name].model.state_dict()
+        assert all(torch.equal(ref[k], w[k]) for k in ref), name
+    assert not torch.equal(runs["on"].model.a.weight, runs["plain"].model.a.weight)
+    assert list(runs["on"].history.columns) == ["step", "loss", "val", "main", "cos"]
+    assert runs["on"].history.step.tolist() == [4, 8, 12, 15] and runs["plain"].history.step.tolist() == [4, 8, 12]
+    assert (runs["zero"].history.cos == 0).all() and np.isfinite(runs["on"].history.cos).all()
+    # integer images are cast per batch: the same weights as the float images
+    Xi = (X.clamp(0, 1) * 255).round().to(torch.uint8)
+    a, b = (train_embedder(_TwoHeads, "margin", x, y, **kw).model.state_dict() for x in (Xi, Xi.float()))
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_bad_terms_are_named():
+    X, y = _toy()
+    for terms, msg in (([object()], "LossTerm"), ([_Apart(1.0), _Apart(1.0)], "repeat or are taken"),
+                       ([type("_Main", (_Apart,), dict(names=("main",)))(1.0)], "taken"),
+                       ([_Apart(1.0), type("_B", (_Apart,), dict(names=("b",)))(1.0)], "at most one term")):
+        with pytest.raises((TypeError, ValueError), match=msg):
+            train_embedder(_TwoHeads, "margin", X, y, terms=terms, steps=1, progress=False)
 
 
 def test_repeated_metrics_and_mean_std():

@@ -16,7 +16,7 @@ import torch.nn.functional as F
 
 from ..data import DataError, DataSource, Column, Layout, read_table, fingerprint_real, cache_dir
 from ..datasets import Dataset, register_dataset, read_cub, read_cars, cub_home
-from ..metric import (DML_LOSS_NAMES, check_dml_loss, make_dml_loss, make_dml_miner, train_embedder, embed,
+from ..metric import (DML_LOSS_NAMES, check_dml_loss, make_dml_loss, make_dml_miner, train_embedder, LossTerm, embed,
                              batches, mean_std, recall_hits)
 from ..fairness import (OVERALL, subgroup_upstream, subgroup_downstream, subgroup_alignment, subgroup_gap,
                                worst_group, fit_predict, CLASSIFIERS, imbalanced_counts, ratio_counts, take_counts,
@@ -34,18 +34,18 @@ __all__ = ['METHODS', 'LOSS_PARAMS', 'MINER_PARAMS', 'LOSS_LR', 'GAP_RULE_CLASS'
            'PAPER_T2B', 'PAPER_T16', 'PAPER_T14', 'PAPER_T18', 'PAPER_T19', 'PAPER_T13_OVERALL', 'PAPER_T17',
            'PAPER_T20', 'PAPER_T13', 'PAPER_T12', 'PAPER_T21', 'PAPER_PREVALENCE', 'PAPER_PREVALENCE_NAMES',
            'NOT_REDUCED_MARGIN', 'C10_MARGIN', 'method_spec', 'mlp_backbone', 'cnn_backbone', 'ParadeNet',
-           'ParadeResult', 'train_parade', 'gap_rows', 'thickness', 'thickness_taus', 'render', 'digits_halves',
-           'minority_classes', 'training_counts', 'make_attribute', 'render_attribute', 'ClassBench', 'AttrBench',
-           'digits_class_bench', 'digits_attr_bench', 'evaluate_model', 'embed_attribute', 'embed_features',
-           'class_groups', 'run_class_job', 'a_probe_backbone', 'run_attr_job', 'read_table_after', 'load_cub',
-           'table_files', 'load_cars', 'ita_category', 'patch_ita', 'load_celeba', 'load_lfw', 'load_images',
-           'image_input', 'crop_flip', 'split_within_classes', 'control_per_class', 'subsample_classes', 'Bottleneck',
-           'ResNet50', 'load_resnet50', 'gap_for_present', 'real_model_fn', 'real_class_bench', 'real_attr_bench',
-           'make_jobs', 'check_part_b_budget', 'mean_sd', 'pick', 'knn_purity', 'tsne_sample', 'chance_r1',
-           'gate_learned', 'gate_control', 'gate_gap_exists', 'gate_sa_learned', 'paired_family', 'leave_one_seed_out',
-           'fragile', 'rule_c1', 'rule_c2', 'trend_test', 'rule_c4', 'rule_c4b', 'rule_c5', 'c5_implied_ratio',
-           'rule_all_significant', 'rule_share_significant', 'rule_direction', 'rule_not_reduced', 'rule_lenient',
-           'rule_probe_lower', 'rule_c10', 'item_gap_values', 'item_gap_diff', 'rule_every_comparison']
+           'ParadeResult', 'ParadeTerms', 'train_parade', 'gap_rows', 'thickness', 'thickness_taus', 'render',
+           'digits_halves', 'minority_classes', 'training_counts', 'make_attribute', 'render_attribute', 'ClassBench',
+           'AttrBench', 'digits_class_bench', 'digits_attr_bench', 'evaluate_model', 'embed_attribute',
+           'embed_features', 'class_groups', 'run_class_job', 'a_probe_backbone', 'run_attr_job', 'read_table_after',
+           'load_cub', 'table_files', 'load_cars', 'ita_category', 'patch_ita', 'load_celeba', 'load_lfw',
+           'load_images', 'image_input', 'crop_flip', 'split_within_classes', 'control_per_class', 'subsample_classes',
+           'Bottleneck', 'ResNet50', 'load_resnet50', 'gap_for_present', 'real_model_fn', 'real_class_bench',
+           'real_attr_bench', 'make_jobs', 'check_part_b_budget', 'mean_sd', 'pick', 'knn_purity', 'tsne_sample',
+           'chance_r1', 'gate_learned', 'gate_control', 'gate_gap_exists', 'gate_sa_learned', 'paired_family',
+           'leave_one_seed_out', 'fragile', 'rule_c1', 'rule_c2', 'trend_test', 'rule_c4', 'rule_c4b', 'rule_c5',
+           'c5_implied_ratio', 'rule_all_significant', 'rule_share_significant', 'rule_direction', 'rule_not_reduced',
+           'rule_lenient', 'rule_probe_lower', 'rule_c10', 'item_gap_values', 'item_gap_diff', 'rule_every_comparison']
 
 # %% ../../nbs/papers/findml_parade.ipynb #4b67cb6a
 METHODS = {
@@ -114,62 +114,56 @@ class ParadeResult:
     loss_s: nn.Module | None
     history: pd.DataFrame
 
+class ParadeTerms(LossTerm):
+    "Eq. 2's attribute terms on train_embedder's L_targ: + alpha_SA L_SA(phi_SA; A) - rho c(phi_targ, phi_SA)."
+    names = ("L_sa", "c")
+
+    def __init__(self, a, *, alpha_sa: float = 0.3, rho: float = 100.0, loss: str = "margin", miner: str | None = "distance_weighted",
+                 loss_params: dict | None = None, miner_params: dict | None = None, loss_lr: float = 5e-4, xi_lr: float = 1e-3,
+                 xi_hidden: int = 64):
+        check_dml_loss(loss)
+        if alpha_sa < 0 or rho < 0: raise ValueError(f"alpha_SA and rho must be >= 0, got {alpha_sa}, {rho}")
+        self.values, a_idx = np.unique(np.asarray(a).astype(str), return_inverse=True)
+        self.a_idx = torch.as_tensor(a_idx, dtype=torch.long)
+        self.alpha_sa, self.rho, self.active = alpha_sa, rho, alpha_sa > 0 or rho > 0
+        self.spec = dict(loss=loss, miner=miner, loss_params=loss_params or {}, miner_params=miner_params or {})
+        self.loss_lr, self.xi_lr, self.xi_hidden = loss_lr, xi_lr, xi_hidden
+        self.loss_s = self.mine_s = self.xi = None
+
+    def build(self, model, device) -> list:
+        if not self.active: return []                      # the standard model: nothing built, the library loop's weights
+        sp = self.spec
+        self.loss_s = make_dml_loss(sp["loss"], num_classes=len(self.values), embedding_size=model.dim, **sp["loss_params"]).to(device)
+        self.mine_s = make_dml_miner(sp["miner"], **sp["miner_params"]) if sp["miner"] else None
+        self.xi = xi_network(model.dim, self.xi_hidden).to(device)
+        groups = [dict(params=self.loss_s.parameters(), lr=self.loss_lr)] if list(self.loss_s.parameters()) else []
+        return groups + [dict(params=self.xi.parameters(), lr=self.xi_lr)]
+
+    def forward(self, model, x):
+        if not self.active: return model(x)
+        e_t, self._e_s = model.both(x)                      # one pass through psi: its BatchNorm statistics move once a step
+        return e_t
+
+    def loss(self, emb, idx, step: int) -> dict:
+        if not self.active: return dict(L_sa=(0.0, 0.0), c=(0.0, 0.0))
+        e_s, ab = self._e_s, self.a_idx[idx].to(emb.device)
+        l_s = 0.0                                          # a part of weight 0 is logged, not computed
+        if self.alpha_sa > 0: l_s = self.loss_s(e_s, ab, self.mine_s(e_s, ab)) if self.mine_s is not None else self.loss_s(e_s, ab)
+        c = decorrelation(emb, e_s, self.xi) if self.rho > 0 else 0.0
+        return dict(L_sa=(self.alpha_sa, l_s), c=(-self.rho, c))
+
 def train_parade(model, X, y, a, *, loss: str = "margin", miner: str | None = "distance_weighted",
                  loss_params: dict | None = None, miner_params: dict | None = None, alpha_sa: float = 0.3,
                  rho: float = 100.0, steps: int = 900, batch_size: int = 40, m: int = 4, lr: float = 1e-3,
                  weight_decay: float = 4e-4, loss_lr: float = 5e-4, xi_lr: float = 1e-3, xi_hidden: int = 64,
                  seed: int = 0, transform=None, log_every: int = 50, device="cpu") -> ParadeResult:
-    "Eq. 2: L_targ + alpha_SA L_SA - rho c(phi_targ, phi_SA), trained like train_embedder (same seed: same weights, batches)."
-    check_dml_loss(loss)
-    if alpha_sa < 0 or rho < 0: raise ValueError(f"alpha_SA and rho must be >= 0, got {alpha_sa}, {rho}")
-    X, y = (X.detach() if torch.is_tensor(X) else torch.as_tensor(np.asarray(X), dtype=torch.float32)), torch.as_tensor(np.asarray(y), dtype=torch.long)
-    classes, y_idx = torch.unique(y, return_inverse=True)
-    values, a_idx = np.unique(np.asarray(a).astype(str), return_inverse=True)
-    a_idx = torch.as_tensor(a_idx, dtype=torch.long)
-    torch.manual_seed(seed)
-    if not isinstance(model, nn.Module): model = model()
-    model = model.to(device)
-    loss_t = make_dml_loss(loss, num_classes=len(classes), embedding_size=model.dim, **(loss_params or {})).to(device)
-    mine_t = make_dml_miner(miner, **(miner_params or {})) if miner else None
-    groups = [dict(params=model.parameters(), lr=lr, weight_decay=weight_decay)]
-    if list(loss_t.parameters()): groups.append(dict(params=loss_t.parameters(), lr=loss_lr))
-    parade = alpha_sa > 0 or rho > 0
-    loss_s = mine_s = xi = None
-    if parade:                                            # built after the model: its initial weights do not change
-        loss_s = make_dml_loss(loss, num_classes=len(values), embedding_size=model.dim, **(loss_params or {})).to(device)
-        mine_s = make_dml_miner(miner, **(miner_params or {})) if miner else None
-        xi = xi_network(model.dim, xi_hidden).to(device)
-        if list(loss_s.parameters()): groups.append(dict(params=loss_s.parameters(), lr=loss_lr))
-        groups.append(dict(params=xi.parameters(), lr=xi_lr))
-    opt = torch.optim.Adam(groups)
-    stream = batches(y_idx.numpy(), batch_size, m, seed)
-    gen = torch.Generator().manual_seed(seed + 1)
-    rows, acc = [], dict(targ=0.0, sa=0.0, c=0.0)
-    for step in range(1, steps + 1):
-        model.train()
-        idx = torch.from_numpy(next(stream))
-        xb = X[idx]
-        if transform is not None: xb = transform(xb, idx, gen)
-        yb = y_idx[idx].to(device)
-        if not parade:
-            emb = model(xb.to(device))
-            l = l_t = loss_t(emb, yb, mine_t(emb, yb)) if mine_t is not None else loss_t(emb, yb)
-        else:
-            e_t, e_s = model.both(xb.to(device))
-            ab = a_idx[idx].to(device)
-            l_t = loss_t(e_t, yb, mine_t(e_t, yb)) if mine_t is not None else loss_t(e_t, yb)
-            l_s = (loss_s(e_s, ab, mine_s(e_s, ab)) if mine_s is not None else loss_s(e_s, ab)) if alpha_sa > 0 else torch.zeros(())
-            c = decorrelation(e_t, e_s, xi) if rho > 0 else torch.zeros(())
-            l = l_t + alpha_sa * l_s - rho * c
-            acc["sa"] += l_s.item(); acc["c"] += c.item()
-        acc["targ"] += l_t.item()
-        opt.zero_grad(); l.backward(); opt.step()
-        if step % log_every == 0 or step == steps:
-            k = log_every if step % log_every == 0 else step % log_every
-            rows.append(dict(step=step, **{f"L_{n}" if n != "c" else "c": v / k for n, v in acc.items()}))
-            acc = dict(targ=0.0, sa=0.0, c=0.0)
-    model.eval()
-    return ParadeResult(model, xi, loss_t, loss_s, pd.DataFrame(rows))
+    "Eq. 2 by `train_embedder` with `ParadeTerms`; history: the means of L_targ, L_SA and c over windows of `log_every` steps."
+    t = ParadeTerms(a, alpha_sa=alpha_sa, rho=rho, loss=loss, miner=miner, loss_params=loss_params, miner_params=miner_params,
+                    loss_lr=loss_lr, xi_lr=xi_lr, xi_hidden=xi_hidden)
+    r = train_embedder(model, loss, X, y, steps=steps, batch_size=batch_size, m=m, lr=lr, loss_lr=loss_lr, loss_params=loss_params,
+                       miner=miner, miner_params=miner_params, transform=transform, val_every=log_every, seed=seed, device=device,
+                       progress=False, weight_decay=weight_decay, terms=[t])
+    return ParadeResult(r.model, t.xi, r.loss_fn, t.loss_s, r.history[["step", "main", "L_sa", "c"]].rename(columns=dict(main="L_targ")))
 
 # %% ../../nbs/papers/findml_parade.ipynb #45906884
 GAP_RULE_CLASS = dict(rule="two", major="majority", minor="minority")
