@@ -86,3 +86,10 @@ def scratch_repo(tmp_path_factory):
     assert status["demo_paper"]["status"] == "ok", r.stdout + r.stderr
     assert status["broken"]["status"] == "failed"
     return root
+
+def foreground():
+    """`preexec_fn` for a child that a test will Ctrl-C: SIGINT at its default, as in a foreground command. A suite
+    started in the background (`make test &`, nohup, some CI runners) hands its children SIGINT *ignored*, and Python
+    keeps it ignored, so the child would rightly never see the signal."""
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -6,7 +6,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from conftest import paper_nb, make_project, GOOD, SLOW, BIN
+from conftest import paper_nb, make_project, GOOD, SLOW, BIN, foreground
 from paperlib.runner import reproduce
 from paperlib.job import KERNEL_PREFIX
 from paperlib.collection import paper_notebooks, check_papers, paper_meta
@@ -181,7 +181,7 @@ def test_orphan_staging_is_cleaned(project):
 def test_signals_leave_no_half_written_report(project, sig, word):
     env = {**os.environ, "PAPERLIB_TEST_SLEEP": "60"}
     p = subprocess.Popen([sys.executable, "-m", "paperlib.cli", "reproduce", "slow", "--profile", "ci"], cwd=project,
-                         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=foreground)
     staging = project / "reports" / ".staging"
     deadline = time.time() + 60
     while time.time() < deadline and not (staging.exists() and any(d.is_dir() for d in staging.iterdir())):
