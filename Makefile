@@ -9,7 +9,7 @@ STAMP   := $(VENV)/.installed
 PROFILE ?= smoke
 JOBS    ?= 1
 
-.PHONY: env jupyter-env reproduce test bench check-determinism clean-reports docs browser numbers seed-stability
+.PHONY: env jupyter-env reproduce test bench check-determinism clean-reports docs browser numbers seed-stability dry-run
 
 # torch first and pinned: torch==2.13.0 is the CPU build on our machines' disk, while a bare `torch`
 # (asked for by pytorch-metric-learning) would pull a multi-GB CUDA build (DESIGN.md 3.3).
@@ -51,6 +51,10 @@ bench: $(STAMP)
 # every paper's smoke profile afresh at seeds 0, 1 and 2 -> benchmarks/papers/<slug>.json (PAPERS="a b" for some)
 seed-stability: $(STAMP)
 	$(BIN)/python benchmarks/seed_stability.py $(PAPERS)
+
+# every paper's full profile as a dry run, timed -> benchmarks/dry_run.json (PAPERS="a b" for some)
+dry-run: $(STAMP)
+	$(BIN)/python benchmarks/dry_run.py $(PAPERS)
 
 # the README's per-paper rows from benchmarks/*.json (a test fails when the README differs)
 numbers:

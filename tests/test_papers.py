@@ -146,17 +146,23 @@ def test_paper_runs_on_its_tiny_real_dataset(tiny_real_runs, slug):
     m = json.loads((out / "manifest.json").read_text())
     assert m["data"]["kind"] == "real" and m["parameters"]["data_root"]
 
+# medical_sr_gan's full-size 3D models super-resolve whole volumes: its dry run alone takes several minutes on 2 CPU
+# cores, more than the suite's budget allows; `make dry-run PAPERS=medical_sr_gan` runs it (timed in benchmarks/dry_run.json)
+DRY_ELSEWHERE = {"medical_sr_gan"}
+
 @pytest.fixture(scope="module")
 def dry_runs(tmp_path_factory):
-    "Every paper's full profile as a dry run (full-size models, every loop a couple of steps), two at a time."
+    "Every paper's full profile as a dry run (full-size models, tiny inputs, every loop a couple of steps), two at a time."
     reports = tmp_path_factory.mktemp("reports_dry")
-    return reports / "dry-run", {r.slug: r for r in reproduce(PAPERS, profile="full", dry_run=True, jobs=2, root=REPO,
+    papers = [s for s in PAPERS if s not in DRY_ELSEWHERE]
+    return reports / "dry-run", {r.slug: r for r in reproduce(papers, profile="full", dry_run=True, jobs=2, root=REPO,
                                                                reports=reports, log=print)}
 
 @pytest.mark.parametrize("slug", PAPERS)
 def test_full_profile_dry_run(dry_runs, slug):
     """Issue 29: the full profile's code runs end to end on the CPU before a GPU user meets it. Every size a paper uses
     comes from ctx.sizes (ctx.pick refuses a dry run), and the plan table shows the dry values beside the paper's."""
+    if slug in DRY_ELSEWHERE: pytest.skip(f"{slug}'s dry run takes minutes: make dry-run PAPERS={slug}")
     reports, runs = dry_runs
     assert runs[slug].status == "ok", runs[slug].error
     m = json.loads((reports / slug / "manifest.json").read_text())
