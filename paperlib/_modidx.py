@@ -1654,6 +1654,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                            'paperlib/papers/tariff_ood.py'),
                                             'paperlib.papers.tariff_ood.room_ood': ( 'papers/tariff_ood.html#room_ood',
                                                                                      'paperlib/papers/tariff_ood.py'),
+                                            'paperlib.papers.tariff_ood.share_rule': ( 'papers/tariff_ood.html#share_rule',
+                                                                                       'paperlib/papers/tariff_ood.py'),
                                             'paperlib.papers.tariff_ood.sig_share': ( 'papers/tariff_ood.html#sig_share',
                                                                                       'paperlib/papers/tariff_ood.py'),
                                             'paperlib.papers.tariff_ood.t_in': ( 'papers/tariff_ood.html#t_in',
