@@ -20,6 +20,7 @@ from ..datasets import Dataset, register_dataset
 from ..segment import (UNet, rot4, fit_segmenter, predict_proba, connected_regions, region_areas,
                               detection_metrics, best_f1_threshold, match_regions, average_precision)
 from ..stats import critical_value, mean_ci, topk_threshold, paired_tests, beats
+from ..report import rule
 from ..train import lr_range_test, fit
 
 # %% auto #0
@@ -33,8 +34,8 @@ __all__ = ['TEXTURES', 'DEFECTS', 'MODES', 'SYNTH_TYPES', 'MAIN_TYPE', 'CALIBRAT
            'k_eq5', 'k_eq6', 'moving_average_threshold', 'adjust_nu', 'PLConfig', 'region_ratio_kl', 'pseudo_label',
            'evaluate', 'image_records', 'pooled_ap', 'gate_learned', 'learned_margin', 'step1_ok', 'gate_step1',
            'on_seeds', 'share_gap', 'gate_arms_differ', 'gate_ma_used', 'rule_ablation', 'gate_control',
-           'rule_ap_beats', 'rule_beats', 'rule_low_label', 'rule_near_full', 'rule_step2_largest', 'rule_increasing',
-           'rule_kl_ap']
+           'rule_ap_beats', 'rule_every_cell', 'rule_beats', 'rule_low_label', 'rule_near_full', 'rule_step2_largest',
+           'rule_increasing', 'rule_kl_ap', 'rule_kl_ap_seed']
 
 # %% ../../nbs/papers/defect_tdist.ipynb #4b67cb6a
 TEXTURES = ("brick", "grass", "gravel", "procedural")
@@ -749,6 +750,8 @@ def gate_ma_used(ma_chosen, gaps, margin: float = ARMS_DIFFER) -> bool:
     n = list(ma_chosen.values()) if isinstance(ma_chosen, dict) else list(ma_chosen)
     return bool(any(int(c) >= 1 for c in n) and gate_arms_differ(gaps, margin))
 
+@rule(passes=dict(full={1: 0.8, 2: 0.7, 3: 0.75}, variant={1: 0.7, 2: 0.62, 3: 0.66}),
+      fails=dict(full={1: 0.8, 2: 0.7, 3: 0.75}, variant={1: 0.7, 2: 0.72, 3: 0.66}))
 def rule_ablation(full: dict, variant: dict, level: float = 0.95) -> dict:
     "C6-C9: full DAP-SDD beats the variant: one-sided t lower bound of the mean paired AP difference over seeds > 0."
     seeds = [s for s in full if s in variant]
@@ -759,6 +762,9 @@ def gate_control(ap_continued, ap_step1, max_gain: float = CONTROL_GAIN) -> bool
     "Negative control: continuing Step 1 on D_l alone gains < max_gain AP on average."
     return bool(np.mean(np.asarray(ap_continued, float) - np.asarray(ap_step1, float)) < max_gain)
 
+_FINDS = [(np.array([0.9]), np.array([True]), 1)] * 40                              # every defect found
+_MISSES = [(np.array([0.9]), np.array([True]), 1), (np.array([]), np.array([], bool), 1)] * 20   # half of them missed
+@rule(passes=dict(recs_a=_FINDS, recs_b=_MISSES), fails=dict(recs_a=_FINDS, recs_b=_FINDS))
 def rule_ap_beats(recs_a, recs_b, n_boot: int = 2000, level: float = 0.95, seed: int = 0) -> dict:
     """C3 in one (type, fraction, training seed) cell: method a's region AP beats b's on the same test images. Paired
     bootstrap over the images (one draw of images for both arms): passes when the one-sided `level` percentile lower bound
@@ -773,23 +779,38 @@ def rule_ap_beats(recs_a, recs_b, n_boot: int = 2000, level: float = 0.95, seed:
     lo = float(np.quantile(d, 1 - level)) if len(d) else float("nan")
     return dict(estimate=float(est), lower=lo, n=n, passed=None if not np.isfinite(lo) else bool(lo > 0))
 
+@rule(passes=dict(cells={("A", 0.05): dict(passed=True), ("B", 0.05): dict(passed=True)}),
+      fails=dict(cells={("A", 0.05): dict(passed=True), ("B", 0.05): dict(passed=False)}))
+def rule_every_cell(cells: dict) -> bool | None:
+    "C3 in one training seed: every (type, fraction) cell's `rule_ap_beats` passed; None when a cell could not be decided."
+    o = [r["passed"] for r in cells.values()]
+    return None if any(x is None for x in o) else all(o)
+
+@rule(passes=dict(a=0.51, b=0.5), fails=dict(a=0.5, b=0.51))
 def rule_beats(a: float, b: float) -> bool:
     "a > b (one seed's AP of a method against another's)."
     return bool(np.isfinite(a) and np.isfinite(b) and a > b)
 
-def rule_low_label(dap: dict, sup: dict, fractions) -> bool:
-    "Claims 2/3: DAP-SDD AP > supervised AP at every fraction of `fractions` ({fraction: AP})."
-    return bool(len(fractions) > 0 and all(rule_beats(dap[f], sup[f]) for f in fractions))
+@rule(passes=dict(dap={0.05: 0.6, 0.1: 0.7}, sup={0.05: 0.5, 0.1: 0.6}, fractions=(0.05, 0.1)),
+      fails=dict(dap={0.05: 0.6, 0.1: 0.59}, sup={0.05: 0.5, 0.1: 0.6}, fractions=(0.05, 0.1)))
+def rule_low_label(dap: dict, sup: dict, fractions, family_ok: bool = True) -> bool:
+    """Claims 2/3: DAP-SDD AP > supervised AP at every fraction of `fractions` ({fraction: AP}); `family_ok`: the test over
+    the seeds that the full profile adds (decided once for every seed), True where it is not run."""
+    return bool(len(fractions) > 0 and all(rule_beats(dap[f], sup[f]) for f in fractions)) and family_ok
 
+@rule(passes=dict(ap_dap_low=0.91, ap_sup_full=0.95), fails=dict(ap_dap_low=0.89, ap_sup_full=0.95))
 def rule_near_full(ap_dap_low: float, ap_sup_full: float, tol: float = FULL_TOL) -> bool:
     "Claim 1: DAP-SDD with few labels reaches the supervised AP with every label, within tol."
     return bool(ap_dap_low >= ap_sup_full - tol)
 
+@rule(passes=dict(ap1={0.05: 0.4, 0.2: 0.7}, ap2={0.05: 0.7, 0.2: 0.8}, ap3={0.05: 0.75, 0.2: 0.82}, low=0.05, high=0.2),
+      fails=dict(ap1={0.05: 0.4, 0.2: 0.7}, ap2={0.05: 0.5, 0.2: 0.9}, ap3={0.05: 0.55, 0.2: 0.92}, low=0.05, high=0.2))
 def rule_step2_largest(ap1: dict, ap2: dict, ap3: dict, low: float, high: float) -> bool:
     "Claim 5: gain of Step 2 > gain of Step 3 at every fraction, and the Step-2 gain at `low` > at `high` ({fraction: AP})."
     g2 = {f: ap2[f] - ap1[f] for f in ap1}; g3 = {f: ap3[f] - ap2[f] for f in ap1}
     return bool(all(g2[f] > g3[f] for f in ap1) and g2[low] > g2[high])
 
+@rule(passes=dict(values=[0.1, 0.5, 0.7]), fails=dict(values=[0.1, 0.7, 0.5]))
 def rule_increasing(values) -> bool:
     "Claim 4: the values (worst expected first) increase strictly."
     v = np.asarray(values, float)
@@ -800,3 +821,9 @@ def rule_kl_ap(kl, ap, alpha: float | None = None) -> bool:
     from scipy.stats import spearmanr
     r = spearmanr(kl, ap, alternative="less")
     return bool(np.isfinite(r.statistic) and r.statistic < 0 and (alpha is None or r.pvalue < alpha))
+
+@rule(passes=dict(kl=[0.1, 0.5, 1, 2, 3], ap=[0.9, 0.8, 0.6, 0.3, 0.1], alpha=0.05),
+      fails=dict(kl=[0.1, 0.5, 1, 2, 3], ap=[0.8, 0.9, 0.6, 0.7, 0.5], alpha=0.05))
+def rule_kl_ap_seed(kl, ap, alpha: float | None = None) -> bool | None:
+    "Claim 10 in one training seed, over its variants: `rule_kl_ap`; None with fewer than 3 variants (no test)."
+    return None if len(kl) < 3 else rule_kl_ap(kl, ap, alpha)

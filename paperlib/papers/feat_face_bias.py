@@ -15,6 +15,7 @@ from scipy import stats as sps
 from ..data import Column, Layout, DataError, DataSource, read_index, fingerprint_real
 from ..datasets import Dataset, register_dataset
 from ..stats import weat_association, weat_effect_size, partition_test, permutation_p, weat_test
+from ..report import rule
 from ..association import (attribute_deltas, stratified_label_test, stratified_attribute_test, bootstrap_effect_size,
                                   PlantedGeometry, pair_loadings, planted_test, expected_effect_size, effect_size_curve,
                                   beta_for_d, replicate_scores, rejection_rates, StarRule, star_marks, star_table)
@@ -30,8 +31,9 @@ __all__ = ['MODELS', 'CARDS', 'ATTRIBUTES', 'GROUPS', 'INTERSECTIONAL', 'LEVELS'
            'model_card_geometry', 'model_cards', 'run_tables', 'paper_layout', 'morph_series', 'morph_tests',
            'run_table6', 'class_probability_curve', 'face_identities', 'morph_identities', 'texture', 'render_faces',
            'attribute_images', 'pixel_encoder', 'random_cnn_encoder', 'tier2_images', 'tier2_cells', 'tier2_morph',
-           'encode_morph', 'rule_t1', 'rule_t2', 'rule_t3', 'rule_t4', 'rule_t5', 'rule_t6', 'select_cells',
-           'rule_matches_paper', 'text_vs_table']
+           'encode_morph', 'rule_t1', 'rule_t1_share', 'rule_t2', 'rule_t3', 'rule_t4', 'rule_t5', 'rule_t5_seed',
+           'rule_t6', 'rule_t6_gap', 'select_cells', 'rule_matches_paper', 'rule_b_cells', 'rule_b10', 'rule_b11',
+           'text_vs_table']
 
 # %% ../../nbs/papers/feat_face_bias.ipynb #fea70008
 MODELS = ("DeepFace", "DeepID", "VGGFace", "FaceNet", "OpenFace", "ArcFace")
@@ -661,14 +663,24 @@ def rule_t1(cells: pd.DataFrame, share: float = 0.9) -> tuple[bool, float]:
     inside = (cells.ci_low <= cells.d_planted) & (cells.d_planted <= cells.ci_high)
     return bool(inside.mean() >= share), float(inside.mean())
 
+_T1_CELLS = pd.DataFrame(dict(d_planted=[0.1, 0.5, 1.0], ci_low=[0.0, 0.4, 0.8], ci_high=[0.2, 0.6, 1.2]))
+@rule(passes=dict(cells=_T1_CELLS), fails=dict(cells=_T1_CELLS.assign(ci_high=[0.05, 0.6, 1.2])))
+def rule_t1_share(cells: pd.DataFrame, share: float = 0.9) -> tuple:
+    "T1 as a claim rule: `rule_t1`, (passed, {share: of the cells recovered, cells: how many})."
+    ok, inside = rule_t1(cells, share)
+    return ok, dict(share=inside, cells=len(cells))
+
+@rule(passes=dict(rate_one_sided=0.24), fails=dict(rate_one_sided=0.06))
 def rule_t2(rate_one_sided: float, above: float = 0.10) -> bool:
     "T2: under the planted null, the paper's one-sided target test rejects at α = 0.05 in more than `above` of the datasets."
     return bool(rate_one_sided > above)
 
+@rule(passes=dict(rate_stratified=0.05), fails=dict(rate_stratified=0.12))
 def rule_t3(rate_stratified: float, band: tuple = (0.02, 0.09)) -> bool:
     "T3: under the same null, the stratified attribute test's rejection rate at α = 0.05 lies in `band` (binomial 95% band for 200 draws)."
     return bool(band[0] <= rate_stratified <= band[1])
 
+@rule(passes=dict(power=0.92), fails=dict(power=0.5))
 def rule_t4(power: float, least: float = 0.8) -> bool:
     "T4: at β = 0.02 the stratified attribute test rejects (α = 0.05) in at least `least` of the datasets."
     return bool(power >= least)
@@ -688,10 +700,24 @@ def rule_t5(levels, p_target_class, d, p_one, p_two, alpha: float = SIG) -> tupl
     if not (np.asarray(p_two)[late] < alpha).all(): fails.append("the two-sided test misses a level >= 0.75")
     return not fails, fails
 
+_T5_OK = dict(levels=[0, 0.25, 0.5, 0.75, 1], p_target_class=[[0.1, 0.3, 0.5, 0.7, 0.9], [0.2, 0.4, 0.5, 0.8, 0.95]],
+              d=[0.7, 0.4, 0.0, -0.4, -0.7], p_one=[1e-4, 1e-4, 0.4, 1.0, 1.0], p_two=[1e-4, 1e-4, 0.8, 1e-4, 1e-4])
+@rule(passes=_T5_OK, fails={**_T5_OK, "d": [0.7, 0.4, 0.3, 0.2, 0.1]})
+def rule_t5_seed(levels, p_target_class, d, p_one, p_two, alpha: float = SIG) -> tuple:
+    "T5 in one study seed as a claim rule: `rule_t5`, (passed, {fails: the conditions that failed}); the claim shows them as ours."
+    ok, fails = rule_t5(levels, p_target_class, d, p_one, p_two, alpha)
+    return ok, dict(fails=fails)
+
 def rule_t6(p_sampled, p_exact, tol: float = 0.01) -> tuple[bool, float]:
     "T6: sampled and enumerated permutation p-values agree within `tol` in every dataset."
     gap = float(np.max(np.abs(np.asarray(p_sampled) - np.asarray(p_exact))))
     return bool(gap <= tol), gap
+
+@rule(passes=dict(p_sampled=[0.5, 0.1], p_exact=[0.505, 0.1]), fails=dict(p_sampled=[0.5], p_exact=[0.52]))
+def rule_t6_gap(p_sampled, p_exact, tol: float = 0.01) -> tuple:
+    "T6 in one study seed as a claim rule: `rule_t6`, (passed, {gap: the largest |p_sampled - p_exact|})."
+    ok, gap = rule_t6(p_sampled, p_exact, tol)
+    return ok, dict(gap=gap)
 
 # %% ../../nbs/papers/feat_face_bias.ipynb #fea70066
 B_CLAIMS = {
@@ -729,6 +755,34 @@ def rule_matches_paper(cells: pd.DataFrame, tol: float = 0.15) -> tuple[bool, li
     bad = cells[(np.sign(cells.d.round(3)) != np.sign(cells.d_paper)) | ((cells.d - cells.d_paper).abs() > tol)
                 | ((cells.p_one < SIG) != cells.star_paper)]
     return bad.empty, [f"{r.pair} {r.attribute} {r.model}: d {r.d:.3f} vs {r.d_paper:.3f}" for r in bad.itertuples()]
+
+_B_CELLS = pd.DataFrame(dict(pair="EU/AF", attribute="x", model="m", d=[0.5, 0.3], d_paper=[0.45, 0.35], p_one=[1e-5, 0.2], star_paper=[True, False]))
+@rule(passes=dict(cells=_B_CELLS), fails=dict(cells=_B_CELLS.assign(d=[0.5, -0.3])))
+def rule_b_cells(cells: pd.DataFrame, tol: float = 0.15) -> tuple:
+    "B1-B8 as a claim rule: `rule_matches_paper`, (passed, the first five cells that do not match)."
+    ok, bad = rule_matches_paper(cells, tol)
+    return ok, "; ".join(bad[:5]) or None
+
+def _morph_table(sig_by_level: dict, d_by_curve: dict) -> pd.DataFrame:
+    "B10/B11 rule examples: a Table-6 frame from {level: one-sided p of the cells} and {(model, attribute): d per level}."
+    rows = [dict(level=l, p_one=p, model="m", attribute="x", d=np.nan) for l, ps in sig_by_level.items() for p in ps]
+    rows += [dict(level=l, p_one=np.nan, model=m, attribute=a, d=v) for (m, a), ds in d_by_curve.items()
+             for l, v in zip(sorted(sig_by_level), ds)]
+    return pd.DataFrame(rows)
+
+_FALL = {0.25: [1e-4, 1e-4, 0.2], 0.5: [1e-4, 0.3, 0.2], 1.0: [0.5, 0.3, 0.2]}
+@rule(passes=lambda: dict(t6r=_morph_table(_FALL, {})), fails=lambda: dict(t6r=_morph_table({**_FALL, 1.0: [1e-4, 1e-4, 1e-4]}, {})))
+def rule_b10(t6r: pd.DataFrame) -> bool:
+    "B10: the count of one-sided significant cells (p < SIG) never rises with the level (> 0) and is smaller at the last than at the first."
+    sig = t6r[t6r.level > 0].groupby("level").p_one.apply(lambda p: int((p < SIG).sum()))
+    return bool((np.diff(sig.values) <= 0).all() and sig.values[0] > sig.values[-1])
+
+@rule(passes=lambda: dict(t6r=_morph_table({0.25: [], 0.5: [], 1.0: []}, {("A", "Career"): [0.5, 0.1, -0.3]})),
+      fails=lambda: dict(t6r=_morph_table({0.25: [], 0.5: [], 1.0: []}, {("A", "Career"): [0.5, 0.1, 0.05]})))
+def rule_b11(t6r: pd.DataFrame) -> bool:
+    "B11: per model x attribute (VGGFace Pleasant excepted) d falls strictly with the level and changes sign."
+    per = [g.sort_values("level") for (m, a), g in t6r.groupby(["model", "attribute"]) if not (m == "VGGFace" and a.startswith("Pleasant"))]
+    return all((np.diff(g.d.values) < 0).all() and g.d.values[0] > 0 > g.d.values[-1] for g in per)
 
 def text_vs_table() -> pd.DataFrame:
     """The paper's internal inconsistencies, from its own Table 2: the cells that contradict the text of B2 (EU more related

@@ -23,7 +23,7 @@ from ..data import DataError, DataSource, Column, Layout, read_index, fingerprin
 from ..datasets import Dataset, register_dataset
 from ..stats import paired_tests, correct_pvalues, format_p, bootstrap_ci, beats, equivalent
 from ..core import replicate_seeds
-from ..report import rule_outcome
+from ..report import rule_outcome, rule
 
 # %% auto #0
 __all__ = ['OCCUPATIONS', 'SELECTED', 'FEMALE_SET', 'MALE_SET', 'ALL_OCCUPATIONS', 'EDUCATION', 'TEMPLATE_DOMAINS',
@@ -38,8 +38,8 @@ __all__ = ['OCCUPATIONS', 'SELECTED', 'FEMALE_SET', 'MALE_SET', 'ALL_OCCUPATIONS
            'seed_bars', 'bars_separate', 'fisher_combine', 'sv_counts', 'encoding_throughput', 'fig_delta',
            'word_vectors', 'intrinsic_analysis', 'fig3_panel', 'sv_sentences', 'pair_scores', 'nan_filled',
            'separation_auc', 'sts_gate', 'pipeline_gate', 'split_half_agreement', 'direction_gate', 'specificity_gate',
-           'share_gate', 'c1_rule', 'c2_rule', 'c3_rule', 'median_spread', 'c5_rule', 'c6_rule', 'c7_rule', 'c8_rule',
-           'c9_rule', 'relative_offset', 'status_test']
+           'share_gate', 'c1_rule', 'c2_rule', 'c3_rule', 'median_spread', 'c5_rule', 'c6_rule', 'c7_rule',
+           'c8_seed_rule', 'c8_rule', 'c9_rule', 'relative_offset', 'status_test']
 
 # %% ../../nbs/papers/gender_bias_transformers.ipynb #ae89da09
 OCCUPATIONS = ("technician accountant supervisor engineer worker educator clerk counselor inspector mechanic manager "
@@ -709,11 +709,13 @@ def share_gate(values: dict, minimum: float, what: str) -> tuple[bool, str | Non
     return rule_outcome([f"{k}: {what} = {v:.3f} < {minimum}" for k, v in values.items() if not v >= minimum])
 
 # %% ../../nbs/papers/gender_bias_transformers.ipynb #b4df037c
+@rule(passes=dict(stab=dict(dist_cv=0.19, cos_to_g=0.51)), fails=dict(stab=dict(dist_cv=0.21, cos_to_g=0.9)))
 def c1_rule(stab: dict, max_cv: float = 0.2, min_cos: float = 0.5) -> tuple[bool, str | None]:
     "C1: CV of the she/he distances < max_cv and mean cos(he_i - she_i, g) > min_cos."
     return rule_outcome(([] if stab["dist_cv"] < max_cv else [f"CV of ‖she_i − he_i‖ = {stab['dist_cv']:.3f} ≥ {max_cv}"]) +
                         ([] if stab["cos_to_g"] > min_cos else [f"mean cos(he_i − she_i, ḡ) = {stab['cos_to_g']:.3f} ≤ {min_cos}"]))
 
+@rule(passes=dict(m_he=0.46, m_she=-0.63), fails=dict(m_he=0.6, m_she=-0.1))
 def c2_rule(m_he: float, m_she: float, tol: float = 0.25) -> tuple[bool, str | None]:
     "C2: medians of b for he and she of opposite sign, and |m_he + m_she| < tol * (m_he - m_she)."
     fails = [] if np.sign(m_he) != np.sign(m_she) else [f"medians have the same sign ({m_he:+.3f}, {m_she:+.3f})"]
@@ -721,6 +723,7 @@ def c2_rule(m_he: float, m_she: float, tol: float = 0.25) -> tuple[bool, str | N
         fails.append(f"|m_he + m_she| = {abs(m_he + m_she):.3f} ≥ {tol}·(m_he − m_she) = {tol * (m_he - m_she):.3f}")
     return rule_outcome(fails)
 
+@rule(passes=dict(D=-np.linspace(0.05, 0.3, 30)), fails=dict(D=np.linspace(0.05, 0.3, 30)))
 def c3_rule(D, alpha: float = 0.05) -> tuple[bool, str | None]:
     "C3: one-sided Wilcoxon signed-rank test that D_i < 0 over the contexts, p < alpha."
     p = sps.wilcoxon(D, alternative="less").pvalue
@@ -730,6 +733,13 @@ def median_spread(M) -> float:
     "C5's statistic: sd over words (columns) of each word's median b over contexts (rows)."
     return float(np.std(np.median(np.asarray(M, dtype=float), axis=-2), axis=-1, ddof=1))
 
+def _c5_example(order: tuple) -> dict:
+    "C5's rule examples: four words whose medians are flat or apart, one {size: {word: b}} per size in `order`."
+    r, w = np.random.default_rng(0), ["a", "b", "c", "d"]
+    b = dict(flat={k: r.normal(0, 0.1, 60) for k in w}, apart={k: r.normal(m, 0.1, 60) for k, m in zip(w, (-0.3, -0.1, 0.1, 0.3))})
+    return dict(b_by_size={s: b[o] for s, o in zip(("small", "base", "large"), order)}, words=w)
+
+@rule(passes=lambda: _c5_example(("flat", "apart", "apart")), fails=lambda: _c5_example(("flat", "flat", "apart")))
 def c5_rule(b_by_size: dict, words, level: float = 0.95, seed: int = 0) -> tuple[bool, str | None]:
     """C5: {size: {word: b over contexts}} (sizes in order, the same contexts): for every larger size, the one-sided
     `level` lower bound of spread(larger) - spread(smallest) (paired bootstrap over contexts) lies above 0."""
@@ -741,6 +751,8 @@ def c5_rule(b_by_size: dict, words, level: float = 0.95, seed: int = 0) -> tuple
         if not lo > 0: fails.append(f"{b} − {k[0]}: spread difference {est:+.4f}, lower {level:.0%} bound {lo:+.4f} ≤ 0")
     return rule_outcome(fails)
 
+@rule(passes=dict(series={"T5 EN": dict(small=[0.1] * 40, base=[0.0] * 40, large=[0.2] * 32 + [0.0] * 8)}),
+      fails=dict(series={"T5 EN": dict(small=[0.1] * 40, large=[0.2] * 20 + [0.0] * 20)}))
 def c6_rule(series: dict, level: float = 0.95, seed: int = 0) -> tuple[bool, str | None]:
     """C6: per series {size: |Delta| per occupation} (sizes in order): more occupations grow than shrink from the smallest
     to the largest size, `stats.beats` on sign(|Delta_largest| - |Delta_smallest|) bootstrapped over occupations (ties count 0)."""
@@ -754,6 +766,8 @@ def c6_rule(series: dict, level: float = 0.95, seed: int = 0) -> tuple[bool, str
                          f"grow − shrink {r['lower']:+.3f} ≤ 0")
     return rule_outcome(fails)
 
+_C7_TAB = pd.DataFrame(dict(occupation=["nurse", "receptionist", "engineer"], she_minus_he=[0.1, 0.05, -0.1], q_t=[1e-4, 0.03, 1e-4]))
+@rule(passes=dict(tab=_C7_TAB), fails=dict(tab=_C7_TAB.assign(q_t=[1e-4, 0.06, 1e-4])))
 def c7_rule(tab: pd.DataFrame, words=("nurse", "receptionist"), alpha: float = 0.05, q: str = "q_t") -> tuple[bool, str | None]:
     "C7: every occupation in `words` has she - he > 0 with BH q < alpha (`tab`: occupation, she_minus_he, q)."
     t = tab.set_index("occupation")
@@ -762,18 +776,29 @@ def c7_rule(tab: pd.DataFrame, words=("nurse", "receptionist"), alpha: float = 0
 
 C8_MARGIN = 0.2     # STS points on the 0-5 scale: one step of T5's score grid, fixed before any full-profile run
 
-def c8_rule(pairs: dict, margin: float = C8_MARGIN) -> tuple[dict, str | None]:
-    """C8 per seed: {seed: {size: {word: (she scores, he scores) over templates}}} -> {seed: every word at every size has
-    she and he equivalent within ±margin (paired TOST, `stats.equivalent`)}. "No significant difference" is not evidence
-    of no difference; equivalence within a margin stated in advance is."""
-    out, bad = {}, []
-    for s, by_size in pairs.items():
-        miss = [f"{size} {w} ({equivalent(a, b, margin)['estimate']:+.3f})" for size, words in by_size.items()
-                for w, (a, b) in words.items() if not equivalent(a, b, margin)["passed"]]
-        out[s] = not miss
-        if miss: bad.append(f"seed {s}: " + ", ".join(miss[:5]) + (f" and {len(miss) - 5} more" if len(miss) > 5 else ""))
-    return out, (f"she − he not within ±{margin:g} (TOST) at " + "; ".join(bad)) if bad else None
+def _c8_misses(by_size: dict, margin: float) -> str | None:
+    "C8 for one seed: the size and word pairs not equivalent within ±margin (the first five, then how many more), or None."
+    miss = [f"{size} {w} ({equivalent(a, b, margin)['estimate']:+.3f})" for size, words in by_size.items()
+            for w, (a, b) in words.items() if not equivalent(a, b, margin)["passed"]]
+    return (", ".join(miss[:5]) + (f" and {len(miss) - 5} more" if len(miss) > 5 else "")) if miss else None
 
+_C8_BASE = np.array([1.0, 2.0, 3.0, 4.0] * 10)
+@rule(passes=dict(by_size=dict(small=dict(a=(_C8_BASE + np.tile([0.05, -0.05], 20), _C8_BASE)))), fails=dict(by_size=dict(small=dict(a=(_C8_BASE + 1 + np.tile([0.05, -0.05], 20), _C8_BASE)))))
+def c8_seed_rule(by_size: dict, margin: float = C8_MARGIN) -> tuple[bool, str | None]:
+    """C8 in one fine-tuning seed: {size: {word: (she scores, he scores) over templates}} -> every word at every size has she
+    and he equivalent within ±margin (paired TOST, `stats.equivalent`). "No significant difference" is not evidence of no
+    difference; equivalence within a margin stated in advance is."""
+    miss = _c8_misses(by_size, margin)
+    return miss is None, None if miss is None else f"she − he not within ±{margin:g} (TOST) at {miss}"
+
+def c8_rule(pairs: dict, margin: float = C8_MARGIN) -> tuple[dict, str | None]:
+    "C8 over seeds: {seed: {size: {word: (she, he)}}} -> ({seed: `c8_seed_rule` passed}, the failing seeds in words)."
+    miss = {s: _c8_misses(by_size, margin) for s, by_size in pairs.items()}
+    bad = [f"seed {s}: {m}" for s, m in miss.items() if m]
+    return {s: m is None for s, m in miss.items()}, (f"she − he not within ±{margin:g} (TOST) at " + "; ".join(bad)) if bad else None
+
+@rule(passes=dict(intrinsic_she_lean=np.arange(20.0), extrinsic_she_minus_he=np.arange(20.0) + np.random.default_rng(0).normal(0, 2, 20)),
+      fails=dict(intrinsic_she_lean=np.arange(20.0), extrinsic_she_minus_he=-np.arange(20.0)))
 def c9_rule(intrinsic_she_lean, extrinsic_she_minus_he, alpha: float = 0.05) -> tuple[bool, str | None]:
     "C9: Spearman rho > 0 with (two-sided) p < alpha between the intrinsic and extrinsic she-lean over occupations."
     rho, p = sps.spearmanr(intrinsic_she_lean, extrinsic_she_minus_he)

@@ -20,6 +20,7 @@ from ..volume import (mean_pool, sample_patch_corners, extract_patches, apply_ti
                              mni_templates, Template, pseudo_subject, radial_displacement, normalise_intensity,
                              grid_coords, SubjectJitter)
 from ..stats import auc_ci, delong_test, auc_diff_bootstrap, paired_diff_test, beats
+from ..report import rule
 from ..train import fit, lr_range_test
 
 # %% auto #0
@@ -552,6 +553,9 @@ def gate_clf_learned(auc: float, lo: float, min_auc: float = 0.65) -> bool:
     return bool(auc >= min_auc and lo > 0.5)
 
 # %% ../../nbs/papers/medical_sr_gan.ipynb #1deae9d5
+_N11 = np.arange(11.0)     # eleven test subjects, as in the paper
+@rule(passes=dict(psnr_sps=20 + _N11, psnr_plain=15 + _N11, ssim_sps=0.9 + 0 * _N11, ssim_plain=0.8 - _N11 / 100),
+      fails=dict(psnr_sps=20 + _N11, psnr_plain=15 + _N11, ssim_sps=0.9 + 0 * _N11, ssim_plain=0.95 + 0 * _N11))
 def rule_sps_beats_plain(psnr_sps, psnr_plain, ssim_sps, ssim_plain, share: float = 9 / 11, alpha: float = 0.05) -> bool:
     "C1: +SPS beats plain ESRGAN in PSNR and in SSIM for at least `share` of the subjects, each with Wilcoxon p < alpha."
     out = True
@@ -560,26 +564,31 @@ def rule_sps_beats_plain(psnr_sps, psnr_plain, ssim_sps, ssim_plain, share: floa
         out &= bool(np.mean(d > 0) >= share - 1e-9 and paired_diff_test(d, "wilcoxon")[1] < alpha)
     return bool(out)
 
+@rule(passes=dict(ssim_asd=0.9 + _N11 / 1000, ssim_sps=0.89 + 0 * _N11), fails=dict(ssim_asd=0.89 + 0 * _N11, ssim_sps=0.9 + _N11 / 1000))
 def rule_asd_beats_sps(ssim_asd, ssim_sps, alpha: float = 0.05) -> bool:
     "C2: mean SSIM(+ASD) > mean SSIM(+SPS) with Wilcoxon p < alpha."
     d = np.asarray(ssim_asd, float) - np.asarray(ssim_sps, float)
     return bool(d.mean() > 0 and paired_diff_test(d, "wilcoxon")[1] < alpha)
 
+@rule(passes=dict(seam_sps=1.3 + _N11 / 100, seam_asd=1.0 + _N11 / 200), fails=dict(seam_sps=1.3 + _N11 / 100, seam_asd=1.4 + _N11 / 100))
 def rule_asd_removes_seams(seam_sps, seam_asd, min_seam: float = 1.05, alpha: float = 0.05) -> bool:
     "C3: +SPS has seams (mean seam index > min_seam) and +ASD has fewer (lower mean, Wilcoxon p < alpha)."
     s, a = np.asarray(seam_sps, float), np.asarray(seam_asd, float)
     return bool(s.mean() > min_seam and a.mean() < s.mean() and paired_diff_test(a - s, "wilcoxon")[1] < alpha)
 
+@rule(passes=dict(a=0.9 + _N11 / 100, b=0.7 + _N11 / 100), fails=dict(a=0.7 + _N11, b=0.7 + _N11))
 def rule_beats_subjects(a, b, seed: int = 0):
     """C1b, C4: A beats B over the test subjects: the one-sided 95% bootstrap lower bound (over subjects) of mean(a - b) > 0
     (`stats.beats`); a tie never passes. Returns (outcome, the stats.beats result)."""
     r = beats(np.asarray(a, float) - np.asarray(b, float), method="bootstrap", seed=seed)
     return r["passed"], r
 
+@rule(passes=dict(delong=dict(diff=-0.1, lo=-0.2, hi=-0.01)), fails=dict(delong=dict(diff=-0.02, lo=-0.1, hi=0.05)))
 def rule_auc_lower(delong: dict) -> bool:
     "C5b: AUC(A) < AUC(B): the paired DeLong 95% interval of AUC(A) - AUC(B) lies below 0."
     return bool(delong["hi"] < 0)
 
+@rule(passes=dict(steps=[(0.1, 0.02, 0.2), (0.15, 0.05, 0.3)]), fails=dict(steps=[(0.1, 0.02, 0.2), (0.05, -0.01, 0.1)]))
 def rule_auc_falls(steps) -> bool:
     "C6: every step to a coarser scale lowers the AUC, each with a paired bootstrap 95% interval of the drop above 0; steps = [(drop, lo, hi), ...]."
     return bool(all(d > 0 and lo > 0 for d, lo, hi in steps))

@@ -18,6 +18,7 @@ from ..core import parallel_map
 from ..data import Column, Layout, DataError, DataSource, read_table, read_index, fingerprint_real
 from ..datasets import Dataset, register_dataset
 from ..stats import correct_pvalues, paired_diff_test, beats
+from ..report import rule
 from ..train import fit as train_fit
 
 # %% auto #0
@@ -29,8 +30,9 @@ __all__ = ['H', 'LEVELS', 'LEVEL_NAMES', 'METHODS', 'FOLDER', 'HOUR_COLS', 'META
            'IQNEmbedding', 'TOUForecaster', 'tariff_branch_diagram', 'tariff_branch_error', 'pinball_loss',
            'znorm_stats', 'make_windows', 'window_sets', 'naive_window_aql', 'predict', 'window_aql', 'fit_forecaster',
            'price_options', 'gain', 'greedy_allocation', 'realized_gains', 'oracle_gains', 'method_arch',
-           'evaluate_settings', 'evaluate_setting', 'margin_rule', 'bound_gates', 'sig_share', 'trend_rule',
-           'profit_rule', 'rank_vs_profit', 'room_ood', 'profit_leader', 'all_significant', 'paired_table']
+           'evaluate_settings', 'evaluate_setting', 'margin_rule', 'bound_gates', 'sig_share', 'share_rule',
+           'trend_rule', 'profit_rule', 'rank_vs_profit', 'room_ood', 'profit_leader', 'all_significant',
+           'paired_table']
 
 # %% ../../nbs/papers/tariff_ood.ipynb #d4c4943f
 H = 24
@@ -890,6 +892,15 @@ def sig_share(p_adj: dict, alpha: float = 0.05, need: float = 2 / 3) -> tuple:
     share = sum(per.values()) / len(per)
     return bool(share >= need - 1e-12), per, share
 
+@rule(passes=dict(p_adj={5: [0.001, 0.01], 15: [0.02, 0.049], 35: [0.3, 0.01]}),
+      fails=dict(p_adj={5: [0.001, 0.01], 15: [0.02, 0.05], 35: [0.3, 0.01]}))
+def share_rule(p_adj: dict, alpha: float = 0.05, need: float = 2 / 3) -> tuple:
+    "C4/C5 in one replicate: `sig_share` as a rule, (passed, {share, holds_at: {setting: every p < alpha}})."
+    ok, per, share = sig_share(p_adj, alpha, need)
+    return ok, dict(share=round(share, 3), holds_at={str(k): v for k, v in per.items()})
+
+_UP = {m: {5: 0.10, 15: 0.11, 35: 0.12} for m in "ABCDEFGH"}
+@rule(passes=dict(aql=_UP, sign=+1), fails=dict(aql=_UP, sign=-1))
 def trend_rule(aql: dict, sign: int, need: float = 5 / 8, alpha: float = 0.05, min_for_p: int = 5) -> tuple:
     "aql {method: {setting: mean AQL}}: (passed, {method: rho, p, agrees}); None with fewer than 3 settings."
     rows = {}
@@ -903,10 +914,14 @@ def trend_rule(aql: dict, sign: int, need: float = 5 / 8, alpha: float = 0.05, m
     return sum(r["agrees"] for r in rows.values()) >= math.ceil(need * len(rows) - 1e-12), rows
 
 # %% ../../nbs/papers/tariff_ood.ipynb #22020bd5
+_P_OK = {("Att.-HOD", "Option-1"): 0.01, ("Att.+PE", "Option-1"): 0.04, ("Att.-HOD", "Option-2"): 0.5, ("Att.+PE", "Option-2"): 0.5}
+@rule(passes=dict(p_adj=_P_OK), fails=dict(p_adj={**_P_OK, ("Att.+PE", "Option-1"): 0.06}))
 def profit_rule(p_adj: dict, methods=("Att.-HOD", "Att.+PE"), options=("Option-1", "Option-2"), alpha: float = 0.05) -> bool:
     "p_adj {(method, option): adjusted p of 'gain of method > FC'}: whether, under at least one option, every method has p < alpha."
     return any(all(p_adj.get((m, o), np.nan) < alpha for m in methods) for o in options)
 
+_MOST = {("Option-1", 5): "Att.+PE", ("Option-2", 5): "Att.-HOD", ("Option-1", 15): "Att.+PE", ("Option-2", 15): "Att.+PE"}
+@rule(passes=dict(best_ood={5: "Att.+PE", 15: "FC"}, most_profitable=_MOST), fails=dict(best_ood={5: "FC", 15: "Att.+PE"}, most_profitable=_MOST))
 def rank_vs_profit(best_ood: dict, most_profitable: dict, target: str = "Att.+PE") -> tuple:
     "(holds, why) of 'target forecasts best OOD, yet is not always the most profitable': best_ood {setting: method}, most_profitable {(option, setting): method}."
     premise = [k for k, m in best_ood.items() if m == target]
@@ -928,6 +943,7 @@ def profit_leader(gains, target: str = "Att.+PE") -> str:
     won = {m: r["estimate"] for m, r in lead.items() if r["passed"] is True}
     return max(won, key=won.get) if won else target
 
+@rule(passes=dict(p={"Att.-HOD": 0.001, "Att.+PE": 0.049}), fails=dict(p={"Att.-HOD": 0.001, "Att.+PE": 0.05}))
 def all_significant(p: dict, alpha: float = 0.05) -> bool:
     "Whether every p-value of `p` {name: p} is below `alpha` (False when there is none)."
     return bool(p) and all(np.isfinite(v) and v < alpha for v in p.values())
