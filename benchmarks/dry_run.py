@@ -4,8 +4,7 @@ time, timed: the code a GPU user would run first, executed on this CPU.
     .venv/bin/python benchmarks/dry_run.py [papers]        # `make dry-run [PAPERS="a b"]`
 
 Writes benchmarks/dry_run.json (status, seconds, the load average when each started, the error of a failed run) and
-exits non-zero when any paper fails. The test suite runs the same for every paper but medical_sr_gan, whose full-size
-3D models take minutes here.
+exits non-zero when any paper fails. The test suite runs the same for every paper, two at a time.
 """
 import argparse, json, os, platform, subprocess, sys, tempfile, time
 from pathlib import Path
