@@ -10,7 +10,7 @@ processes) and benchmarks/before_issue27.json (the tallies the README showed bef
 and checks, as it showed them), benchmarks/idle_smoke_*.json (seed-0 smoke times on an idle machine, for papers whose
 three-seed record ran beside other work). A paper without a record says so.
 """
-import argparse, difflib, json, sys
+import argparse, difflib, json, statistics, sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -107,7 +107,6 @@ def _span(values, unit="x", digits=2) -> str:
 
 def collection_rows() -> list[tuple[str, str]]:
     "(what, number) of every collection-wide measurement on record; a record that is missing gives no row."
-    import statistics
     rows, med = [], statistics.median
     if (c := _load("contention.json")).get("papers"):
         ps = c["papers"].values()

@@ -1,10 +1,10 @@
 """Every paper notebook, executed end to end by papermill in the `ci` profile: it must succeed, write the run
 contract's artefacts, give every claim a valid verdict, and its report must say which data it used before any result.
-Each paper runs twice: once on the embedded default (two notebooks at a time, one thread each) and once on the tiny
-real dataset its test file writes (two at a time too). Whether the same seed gives the same tables whatever the thread
+Each paper runs three times, two notebooks at a time with one thread each: on the embedded default, on the tiny real
+dataset its test file writes, and as a full-profile dry run (full-size models, tiny inputs, a couple of steps a loop). Whether the same seed gives the same tables whatever the thread
 split is checked by `make check-determinism` (every paper, twice per profile: `DET_PROFILE=ci` for the seconds-long
 version), not here: a third run of every paper would be a third of the suite's time."""
-import importlib, json, re
+import json, re
 from pathlib import Path
 
 import nbformat
