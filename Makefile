@@ -33,7 +33,7 @@ reproduce: $(STAMP)
 	$(BIN)/paperlib reproduce --profile $(PROFILE) --jobs $(JOBS)
 
 test: $(STAMP) browser
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder
 
 docs: $(STAMP)
 	$(BIN)/paperlib site

@@ -12,6 +12,14 @@ BIN = Path(sys.executable).parent
 
 PARAMS = RunParams().cell()
 
+# `make test` runs two pytest workers, each taking a whole file at a time (pytest-xdist's loadfile) in collection
+# order: the longest files first, so that the papers' notebooks start at once and the two workers end together
+LONGEST_FIRST = ("test_papers_dry.py", "test_papers.py", "test_cluster.py", "test_runner.py")
+
+def pytest_collection_modifyitems(items):
+    rank = lambda item: LONGEST_FIRST.index(item.path.name) if item.path.name in LONGEST_FIRST else len(LONGEST_FIRST)
+    items.sort(key=rank)     # stable: the order within a file and among the other files is pytest's
+
 def paper_nb(slug: str, body: str, title: str = None, data: str = "embedded_source('Toy', 'toy data', {'n': 5})") -> nbformat.NotebookNode:
     "A minimal paper notebook that follows the run contract: frontmatter, parameters, RunContext, Report."
     nb = nbformat.v4.new_notebook()

@@ -1,9 +1,10 @@
 """Every paper notebook, executed end to end by papermill in the `ci` profile: it must succeed, write the run
 contract's artefacts, give every claim a valid verdict, and its report must say which data it used before any result.
-Each paper runs three times, two notebooks at a time with one thread each: on the embedded default, on the tiny real
-dataset its test file writes, and as a full-profile dry run (full-size models, tiny inputs, a couple of steps a loop). Whether the same seed gives the same tables whatever the thread
-split is checked by `make check-determinism` (every paper, twice per profile: `DET_PROFILE=ci` for the seconds-long
-version), not here: a third run of every paper would be a third of the suite's time."""
+Each paper runs twice here, two notebooks at a time with one thread each: on the embedded default and on the tiny
+real dataset its test file writes (its full-profile dry run is tests/test_papers_dry.py, which `make test` runs on the
+other pytest worker meanwhile). Whether the same seed gives the same tables whatever the thread split is checked by
+`make check-determinism` (every paper, twice per profile: `DET_PROFILE=ci` for the seconds-long version), not here:
+a third run of every paper would be a third of the suite's time."""
 import json, re
 from pathlib import Path
 
@@ -145,25 +146,3 @@ def test_paper_runs_on_its_tiny_real_dataset(tiny_real_runs, slug):
     assert run.status == "ok", run.error
     m = json.loads((out / "manifest.json").read_text())
     assert m["data"]["kind"] == "real" and m["parameters"]["data_root"]
-
-# the two longest dry runs first (about 150 s each on 2 idle cores; the others 15-55 s), so the two workers end together
-DRY_FIRST = ("defect_tdist", "medical_sr_gan")
-
-@pytest.fixture(scope="module")
-def dry_runs(tmp_path_factory):
-    "Every paper's full profile as a dry run (full-size models, tiny inputs, every loop a couple of steps), two at a time."
-    reports = tmp_path_factory.mktemp("reports_dry")
-    papers = [s for s in DRY_FIRST if s in PAPERS] + [s for s in PAPERS if s not in DRY_FIRST]
-    return reports / "dry-run", {r.slug: r for r in reproduce(papers, profile="full", dry_run=True, jobs=2, root=REPO,
-                                                               reports=reports, log=print)}
-
-@pytest.mark.parametrize("slug", PAPERS)
-def test_full_profile_dry_run(dry_runs, slug):
-    """Issue 29: the full profile's code runs end to end on the CPU before a GPU user meets it. Every size a paper uses
-    comes from ctx.sizes (ctx.pick refuses a dry run), and the plan table shows the dry values beside the paper's."""
-    reports, runs = dry_runs
-    assert runs[slug].status == "ok", runs[slug].error
-    m = json.loads((reports / slug / "manifest.json").read_text())
-    assert m["profile"] == "full" and m["dry_run"] is True
-    plan = (reports / slug / "plan_vs_this_profile.csv").read_text()
-    assert "a dry run: the loop runs a couple of steps" in plan, "no declared size has a dry value: nothing was shrunk"
