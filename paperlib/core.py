@@ -397,14 +397,22 @@ def cell_key(name: str, cell: dict) -> str:
     "A stable key of one grid cell's inputs (axis names and values, by repr)."
     return hashlib.sha256(repr((name, sorted(cell.items()))).encode()).hexdigest()[:20]
 
-def grid_cells(axes: dict, cost=None) -> list[dict]:
-    "The cells of the cartesian product of `axes` (name -> values), costliest first when `cost(cell)` is given."
-    bad = [k for k, v in axes.items() if isinstance(v, (str, bytes)) or not hasattr(v, "__iter__")]
-    if bad: raise TypeError(f"grid axis {bad[0]}: give a list of its values, got {axes[bad[0]]!r}")
-    cells = [dict(zip(axes, vals)) for vals in itertools.product(*axes.values())]
+def grid_cells(axes: dict | list, cost=None) -> list[dict]:
+    """The cells of the cartesian product of `axes` (name -> values), or `axes` itself when it is a list of cells (a
+    ragged grid: every cell a dict of the same names, each cell once); costliest first when `cost(cell)` is given."""
+    if isinstance(axes, dict):
+        bad = [k for k, v in axes.items() if isinstance(v, (str, bytes)) or not hasattr(v, "__iter__")]
+        if bad: raise TypeError(f"grid axis {bad[0]}: give a list of its values, got {axes[bad[0]]!r}")
+        cells = [dict(zip(axes, vals)) for vals in itertools.product(*axes.values())]
+    else:
+        cells = [dict(c) for c in axes]
+        names = sorted({tuple(c) for c in cells})
+        if len(names) > 1: raise ValueError(f"grid cells name different axes: {names[0]} and {names[1]}; every cell names the same, in the same order")
+        seen = [c for i, c in enumerate(cells) if c in cells[:i]]
+        if seen: raise ValueError(f"grid cell {seen[0]} is listed twice")
     return sorted(cells, key=cost, reverse=True) if cost else cells
 
-def run_grid(fn, axes: dict, *, store: Path, seed: int, workers: int = 1, cost=None, name: str = "grid") -> dict:
+def run_grid(fn, axes: dict | list, *, store: Path, seed: int, workers: int = 1, cost=None, name: str = "grid") -> dict:
     """`fn(**cell)` for every cell of `axes`, results keyed by the cell's values in axis order; each cell seeded from
     (`seed`, its inputs) and kept in `store`/`name` once done, so a rerun computes only the cells still missing."""
     import pickle
@@ -423,7 +431,7 @@ def run_grid(fn, axes: dict, *, store: Path, seed: int, workers: int = 1, cost=N
 RESUME_ENV = "PAPERLIB_RESUME_DIR"   # set by the runner: where a run keeps finished grid cells until it succeeds
 
 @patch
-def grid(self: RunContext, fn, axes: dict, cost=None, name: str = "grid") -> dict:
+def grid(self: RunContext, fn, axes: dict | list, cost=None, name: str = "grid") -> dict:
     "`run_grid` over this run's workers and seed, resumable under the runner (see above)."
     store = os.environ.get(RESUME_ENV)
     if store is None:                      # by hand: nothing kept, so an edited `fn` is never served stale results
