@@ -49,6 +49,8 @@ def imported_modules(sources: list[str], pkg_dir: Path | None = None) -> list[Pa
                 break
     return sorted(seen)
 
+
+# %% ../nbs/22_cache.ipynb #affb50be
 def packages_digest() -> str:
     "Hash of every installed distribution's name and version, paperlib itself excluded (its code is hashed by file)."
     return _sha(sorted(f"{(d.metadata['Name'] or '').lower()}=={d.version}" for d in metadata.distributions()
@@ -59,6 +61,8 @@ def code_digest() -> str:
     pkg = _pkg_dir()
     return _sha(sorted((p.relative_to(pkg).as_posix(), _sha(p.read_bytes())) for p in pkg.rglob("*.py")))[:16]
 
+
+# %% ../nbs/22_cache.ipynb #5809affb
 def dataset_fingerprints(data_root: str | Path | None, folders: list[str]) -> dict | None:
     """folder -> content fingerprint (or 'absent') of each dataset folder under `data_root`, found as the run finds it:
     under our name or its archive's (the library's datasets; paper modules are not imported here). None without a data root."""
@@ -66,6 +70,8 @@ def dataset_fingerprints(data_root: str | Path | None, folders: list[str]) -> di
     from paperlib.datasets import find_folder
     return {f: fingerprint_real(p) if (p := find_folder(data_root, f)) is not None else "absent" for f in folders}
 
+
+# %% ../nbs/22_cache.ipynb #33271971
 def gpu_visible() -> bool:
     "Whether this machine shows an NVIDIA GPU, without importing torch (the cache check must stay fast)."
     return Path("/dev/nvidia0").exists() or Path("/proc/driver/nvidia").exists()
@@ -80,3 +86,4 @@ def cache_key(nb: Path, params: dict, pkg_digest: str | None = None) -> tuple[st
                  packages=pkg_digest or packages_digest(),
                  gpu=gpu_visible() if p.get("device", "auto") == "auto" else None)
     return _sha(parts), parts
+
