@@ -32,6 +32,7 @@ def load_minilm(device: str = "cpu"):
     from sentence_transformers import SentenceTransformer
     return SentenceTransformer(str(minilm_path()), device=device, local_files_only=True).eval()
 
+# %% ../nbs/18_text.ipynb #fcbec323
 def load_wordpiece(path=None):
     "The fast WordPiece tokenizer (`tokenizers.Tokenizer`) of the model folder `path` (default: MiniLM's, BERT-uncased, 30,522 pieces)."
     from tokenizers import Tokenizer
@@ -41,6 +42,7 @@ def load_wordpiece(path=None):
     tok.no_padding(); tok.no_truncation()      # the file pads to 128: sets of pieces need neither
     return tok
 
+# %% ../nbs/18_text.ipynb #548145b4
 def wordpieces(tok, text: str) -> list[str]:
     "The WordPiece tokens of `text` without [CLS]/[SEP]."
     return tok.encode(text, add_special_tokens=False).tokens
