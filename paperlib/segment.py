@@ -124,11 +124,13 @@ def connected_regions(mask, connectivity: int = 8) -> tuple[np.ndarray, int]:
     lab, n = ndimage.label(mask > 0, structure=_structure(connectivity))
     return lab, int(n)
 
+# %% ../nbs/17_segment.ipynb #738c0771
 def region_areas(mask, connectivity: int = 8) -> np.ndarray:
     "The pixel count of every connected region of a 2-D binary mask."
     lab, n = connected_regions(mask, connectivity)
     return np.bincount(lab.ravel(), minlength=n + 1)[1:]
 
+# %% ../nbs/17_segment.ipynb #71c7d7d5
 def match_regions(prob, gt, threshold: float, match: str = "iop", connectivity: int = 8) -> dict:
     "The regions of {prob >= threshold} in one image: score (max prob), area, best ground-truth region (-1: none), overlap."
     if match not in MATCH_RULES: raise ValueError(f"unknown match rule {match!r}; valid: {', '.join(MATCH_RULES)}")
@@ -162,6 +164,7 @@ def average_precision(scores, tp, n_gt: int) -> float:
     i = np.flatnonzero(mrec[1:] != mrec[:-1])
     return float(((mrec[i + 1] - mrec[i]) * mpre[i + 1]).sum())
 
+# %% ../nbs/17_segment.ipynb #c8282b7d
 def detection_metrics(probs, gts, threshold: float, match: str = "iop", min_overlap: float = 0.5,
                       duplicates: str | None = None, connectivity: int = 8) -> dict:
     "Region-level AP, precision, recall and F1 of probability maps `probs` against masks `gts` (N x H x W) at `threshold`."
@@ -190,6 +193,7 @@ def detection_metrics(probs, gts, threshold: float, match: str = "iop", min_over
     return dict(ap=average_precision(scores, flags, n_gt), precision=precision, recall=recall, f1=f1, tp=tp,
                 fp=n_pred - tp, n_pred=n_pred, n_gt=n_gt, duplicates=n_dup, threshold=float(threshold))
 
+# %% ../nbs/17_segment.ipynb #c78ecdf1
 THRESHOLD_GRID = tuple(np.round(np.arange(0.05, 0.90001, 0.05), 2))
 
 def best_f1_threshold(probs, gts, grid=THRESHOLD_GRID, **kw) -> tuple[float, float]:
