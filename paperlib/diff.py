@@ -108,6 +108,7 @@ def diff_folders(a: Path, b: Path, k: float = NOISE_K) -> list[Diff]:
     if not papers: raise ValueError(f"{a} and {b} share no paper's report (a folder with claims.json)")
     return [diff_runs(a / s, b / s, k) for s in papers]
 
+# %% ../nbs/21_diff.ipynb #6e6e3a27
 def _num(x) -> str: return "–" if x is None or (isinstance(x, float) and not math.isfinite(x)) else f"{x:.4g}"
 
 def format_diff(diffs: list[Diff]) -> str:
