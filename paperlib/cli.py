@@ -96,6 +96,7 @@ def datasets_table(data_root: str, root: Path | None = None) -> str:
                      {True: "yes", False: "NO", None: ""}[st["valid"]], (st["error"] or "").splitlines()[0] if st["error"] else ""])
     return f"datasets under {d}:\n" + format_table(rows, ["folder", "read by", "found", "valid", "error"])
 
+# %% ../nbs/08_cli.ipynb #f2c98d86
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
     # `kill -USR1 <pid>` prints every thread's stack to stderr: how a command that hangs is diagnosed
