@@ -29,6 +29,7 @@ def check_papers(names, root: Path | None = None) -> list[str]:
     if bad: raise ValueError(f"unknown paper(s) {', '.join(bad)}; valid names: {', '.join(known) or '(none)'}")
     return list(dict.fromkeys(names))
 
+# %% ../nbs/11_collection.ipynb #d523c81f
 def read_nb(path: Path) -> dict:
     "A notebook as plain JSON (no validation: fast)."
     return json.loads(Path(path).read_text(encoding="utf-8"))
@@ -72,6 +73,7 @@ def read_claims(reports: Path, slug: str) -> dict | None:
     "claims.json of paper `slug`'s last good report (None when there is none)."
     return _read_json(Path(reports) / slug / "claims.json")
 
+# %% ../nbs/11_collection.ipynb #8dc97d69
 def load_status(reports: Path) -> dict:
     "slug -> the last attempt (status, seconds, error, profile, when) of every paper that was ever run here."
     return _read_json(Path(reports) / "status.json") or {}
