@@ -23,6 +23,7 @@ def check_address(address: str) -> str:
         raise ValueError(f"scheduler address {address!r} is not scheme://host:port (e.g. tcp://127.0.0.1:8786){hint}")
     return address
 
+# %% ../nbs/13_cluster.ipynb #f6457c02
 def connect(address: str, timeout: float = 10):
     "A Dask client of the scheduler at `address`, or a ConnectionError after `timeout` seconds."
     from distributed import Client
@@ -44,6 +45,7 @@ def identity() -> dict:
     import paperlib
     return dict(version=getattr(paperlib, "__version__", "?"), code=code_digest(), packages=packages_digest()[:16])
 
+# %% ../nbs/13_cluster.ipynb #36f3ccf3
 class VersionMismatch(RuntimeError):
     "A worker whose paperlib or packages differ from the submitter's."
 
@@ -69,6 +71,7 @@ def unpack(blob: bytes, dest: Path) -> Path:
     with tarfile.open(fileobj=io.BytesIO(blob), mode="r:gz") as tar: tar.extractall(dest, filter="data")
     return Path(dest)
 
+# %% ../nbs/13_cluster.ipynb #c70afd31
 class _ClusterStop:
     "`run_child`'s stop flag on a worker: set once the batch's Dask Event is (asked at most once a second, from the task's thread)."
     reason = "cancelled by the submitter"
@@ -107,6 +110,7 @@ def needs_gpu(params: RunParams) -> bool:
     "A paper asks for a GPU worker when it runs on cuda or at full scale."
     return str(params.device).startswith("cuda") or params.profile == "full"
 
+# %% ../nbs/13_cluster.ipynb #fe38eb3e
 class DaskExecutor:
     "Runs jobs as Dask tasks, one paper each, on an existing cluster (`scheduler`) or a local one on 127.0.0.1."
     name = "dask"
