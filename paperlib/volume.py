@@ -45,6 +45,7 @@ def box_fraction(mask, size: int) -> np.ndarray:
            + c[:-s, :-s, s:] + c[:-s, s:, :-s] + c[s:, :-s, :-s] - c[:-s, :-s, :-s])
     return tot / s ** 3
 
+# %% ../nbs/19_volume.ipynb #e541febb
 def sample_patch_corners(mask, size: int, n: int, rng: np.random.Generator, min_fraction: float = 0.1) -> np.ndarray:
     "`n` random corners (n x 3) of `size`³ patches whose brain fraction in `mask` is at least `min_fraction` (rejected draws are redrawn)."
     frac = box_fraction(mask, size)
@@ -78,6 +79,7 @@ def blend_weights(size: int, overlap: int) -> np.ndarray:
     w = np.minimum(1.0, np.minimum(i + 1, size - i) / (overlap + 1))
     return (w[:, None, None] * w[None, :, None] * w[None, None, :]).astype(np.float32)
 
+# %% ../nbs/19_volume.ipynb #71ce14ed
 def stitch(patches, corners, shape, overlap: int = 0) -> np.ndarray:
     "Put the cubic `patches` back at `corners` into a volume of `shape` (weighted mean over overlaps)."
     patches = np.asarray(patches, dtype=np.float32)
@@ -198,6 +200,7 @@ def smooth_field(shape, smooth_vox: float, rng: np.random.Generator, components:
         return out if components > 1 else out[0]
     return at
 
+# %% ../nbs/19_volume.ipynb #a2328c6b
 def elastic_displacement(shape, sd_vox: float, smooth_vox: float, rng) -> Callable:
     "A smooth random displacement (3 components, each with standard deviation `sd_vox`)."
     f = smooth_field(shape, smooth_vox, rng, components=3)
@@ -214,6 +217,7 @@ def affine_displacement(shape, rng, scale: float = 0.04, rot_deg: float = 4.0, s
     c = (np.array(shape, np.float32) - 1) / 2
     return lambda coords: np.einsum("ij,j...->i...", M, coords - c.reshape(3, 1, 1, 1)) + t.reshape(3, 1, 1, 1)
 
+# %% ../nbs/19_volume.ipynb #b7e6aa72
 def radial_displacement(center_vox, amplitude_vox: float, sigma_vox: float) -> Callable:
     "A radial displacement about `center_vox` peaking at |amplitude| at distance sigma (outwards if amplitude > 0)."
     c = np.asarray(center_vox, np.float32).reshape(3, 1, 1, 1)
@@ -242,6 +246,7 @@ def rician_noise(vol, sd: float, rng) -> np.ndarray:
     v = np.asarray(vol, np.float32)
     return np.sqrt((v + rng.normal(0, sd, v.shape)) ** 2 + rng.normal(0, sd, v.shape) ** 2).astype(np.float32)
 
+# %% ../nbs/19_volume.ipynb #0284d3c4
 @dataclass
 class SubjectJitter:
     "How much two pseudo-subjects differ: deformation (mm), affine jitter, bias amplitude, gamma range and noise range (fraction of max)."
