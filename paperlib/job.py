@@ -35,6 +35,7 @@ def cell_seconds(nb: dict) -> float:
     "Sum of papermill's per-cell durations in an executed notebook."
     return sum((c.get("metadata", {}).get("papermill", {}).get("duration") or 0) for c in nb["cells"])
 
+# %% ../nbs/23_job.ipynb #2a53b90a
 def execute_paper(slug: str, nb: Path, out_dir: Path, params: dict, log=print) -> dict:
     "Execute `nb` with `params` into `out_dir` (papermill, fresh kernel); return the run's facts."
     import papermill as pm
@@ -60,6 +61,7 @@ def execute_paper(slug: str, nb: Path, out_dir: Path, params: dict, log=print) -
     return dict(wall_s=round(wall, 2), cells_s=round(cell_seconds(read_nb(executed)), 2),
                 overhead_s=round(wall - cell_seconds(read_nb(executed)), 2))
 
+# %% ../nbs/23_job.ipynb #09e87863
 def withhold_outputs(executed: Path):
     """Clear every output of a blinded calibration run's notebook except the displays marked `KEEP` (the data, the
     gates, the plan, training curves, the blinded claims)."""
@@ -69,6 +71,7 @@ def withhold_outputs(executed: Path):
             c["outputs"] = [o for o in c.get("outputs", []) if (o.get("metadata") or {}).get("paperlib") == KEEP["paperlib"]]
     executed.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
+# %% ../nbs/23_job.ipynb #d743a96c
 def write_report(out_dir: Path, slug: str, meta: dict, error: str | None = None) -> Path | None:
     "Render out_dir/report.html from the executed notebook, its manifest and claims (a failed run shows its error first)."
     out_dir = Path(out_dir)
@@ -81,6 +84,7 @@ def write_report(out_dir: Path, slug: str, meta: dict, error: str | None = None)
     html_path.write_text(report_page(executed, meta, manifest, claims, notice), encoding="utf-8")
     return html_path
 
+# %% ../nbs/23_job.ipynb #bb2cd236
 def _strip_ansi(s: str) -> str: return re.sub(r"\x1b\[[0-9;]*m", "", s)
 
 def error_text(e: BaseException) -> tuple[str, str]:
