@@ -53,6 +53,7 @@ def _staging(reports: Path, slug: str) -> Path:
 
 RUNS = "runs"   # reports/runs/<slug>/<profile>-seed<seed>/: every good run kept, one folder per profile and seed
 
+# %% ../nbs/07_runner.ipynb #b70e270c
 def run_tag(params: RunParams) -> str:
     "The folder a run is kept in under reports/runs/<slug>/: its profile and seed, e.g. `smoke-seed0`."
     return f"{params.profile}-seed{params.seed}"
@@ -60,6 +61,7 @@ def run_tag(params: RunParams) -> str:
 def kept_run(reports: Path, slug: str, params: RunParams) -> Path:
     return Path(reports) / RUNS / slug / run_tag(params)
 
+# %% ../nbs/07_runner.ipynb #492cce83
 def may_show(profile: str | None, shown: dict | None) -> bool:
     "Whether a run of `profile` becomes reports/<slug>/: a ci run never replaces a smoke or full report."
     return shown is None or profile != "ci" or shown.get("profile") == "ci"
@@ -84,6 +86,7 @@ def show_run(reports: Path, slug: str, kept: Path) -> bool:
     _swap_in(staging, Path(reports) / slug)
     return True
 
+# %% ../nbs/07_runner.ipynb #f53a2f4c
 def plan(slugs: list[str], params: RunParams, reports: Path, root: Path, force: bool, log=print) -> tuple[dict, list[Job]]:
     """(cached runs, jobs to run): a paper is cached when its key equals that of its kept run of the same profile and
     seed; a cached run is shown again in reports/<slug>/ (as a new run would be)."""
@@ -100,6 +103,7 @@ def plan(slugs: list[str], params: RunParams, reports: Path, root: Path, force: 
         else: jobs.append(Job(s, nbs[s], params, key, parts, _staging(reports, s)))
     return runs, jobs
 
+# %% ../nbs/07_runner.ipynb #47514375
 @contextlib.contextmanager
 def _signals_held():
     "Hold Ctrl-C, SIGTERM and SIGHUP off for the few microseconds of a folder swap."
@@ -229,12 +233,12 @@ def reproduce(names=(), *, jobs: int | None = None, force: bool = False, timeout
 # executors by name, imported when asked for (a cluster's packages are optional); each validates its own options
 EXECUTORS = {"local": "paperlib.runner:LocalExecutor", "dask": "paperlib.cluster:DaskExecutor"}
 
+# %% ../nbs/07_runner.ipynb #8fdac9b6
 def make_executor(name: str, jobs: int, jobs_given: bool, timeout: float, scheduler: str | None, log):
     "The executor registered as `name` in EXECUTORS, made from the batch's options (it says which do not apply)."
     if name not in EXECUTORS: raise ValueError(f"unknown executor {name!r}; valid executors: {', '.join(EXECUTORS)}")
     module, cls = EXECUTORS[name].split(":")
     return getattr(importlib.import_module(module), cls).from_options(jobs, jobs_given, timeout, scheduler, log)
-
 
 # %% ../nbs/07_runner.ipynb #aab2c58d
 def write_index(reports: Path, root: Path | None = None) -> Path:
@@ -251,6 +255,7 @@ def format_table(rows: list[list], header: list[str]) -> str:
     line = lambda r: "  ".join(c.ljust(w[i]) for i, c in enumerate(r)).rstrip()
     return "\n".join([line(cells[0]), line(["-" * x for x in w])] + [line(r) for r in cells[1:]])
 
+# %% ../nbs/07_runner.ipynb #c7990e97
 def tally_text(v: dict | None) -> str:
     "'3/1/2/0 (+1)': reproduced / not / inconclusive / not checkable, and informational."
     if not v: return ""
