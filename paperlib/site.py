@@ -53,6 +53,7 @@ def source_html(path: Path) -> str:
     fmt = HtmlFormatter(cssclass="highlight", linenos="inline", lineanchors="L", anchorlinenos=True, wrapcode=True)
     return highlight(Path(path).read_text(encoding="utf-8"), PythonLexer(), fmt)
 
+# %% ../nbs/09_site.ipynb #571d0f67
 class _Bare(str):
     "An annotation kept as a string (`from __future__ import annotations`), shown without quotes."
     def __repr__(self): return str(self)
