@@ -98,6 +98,7 @@ def is_test_only(src: str) -> bool:
 
 CITATION = re.compile(r"\{\{\s*([a-z_][a-z0-9_]*)\s*\}\}")
 
+# %% ../nbs/12_render.ipynb #81faf2e7
 def cite_values(source: str, values: dict, where: str, withheld: bool = False) -> str:
     """Markdown `source` with every {{name}} replaced by the run's value `name`, linked to the cell that computed it;
     `withheld`: a blinded calibration run, whose outcome values were never recorded, says so in their place."""
@@ -112,6 +113,7 @@ def cite_values(source: str, values: dict, where: str, withheld: bool = False) -
         return f'[{text}](#cell-{v["cell"]} "{m.group(1)}")' if v.get("cell") is not None else text
     return CITATION.sub(one, source)
 
+# %% ../nbs/12_render.ipynb #d75cc88e
 def prepare_notebook(nb, drop_frontmatter: bool = True, keep_tests: bool = False, values: dict | None = None,
                      withheld: bool = False):
     """A copy of `nb` as a reader should see it (see above); `keep_tests` for library pages, where the tests document
@@ -261,6 +263,7 @@ def value_html(v) -> str:
     if not isinstance(v, (dict, list)) and len(short) < 120: return esc(short)
     return f"<details><summary>{esc(short)}</summary><pre>{esc(full)}</pre></details>"
 
+# %% ../nbs/12_render.ipynb #09ef1075
 def _leaf(v) -> str | None:
     "A number, a short text or an interval as text; None for anything nested."
     if v is None: return "–"
@@ -285,6 +288,7 @@ def labelled_html(v) -> str:
         return f'<table class="mini"><tr><th></th>{head}</tr>{rows}</table>'
     return value_html(v)
 
+# %% ../nbs/12_render.ipynb #2a0fd04d
 def _marks(items: dict, title) -> str:
     "✓ / ✗ / ? per item (a gate, a replicate block), each with its name on hover."
     sym = {True: ("ok", "✓"), False: ("bad", "✗"), None: ("nc", "?")}
@@ -326,6 +330,7 @@ def claims_sections_html(claims: list[dict], gates: list[dict] | None = None) ->
                "Monte Carlo, agreement with reference libraries, critiques of a statistic: evidence that the code does what "
                f"it says, not claims of the paper; never counted.</p>{cards(checks)}" if checks else ""))
 
+# %% ../nbs/12_render.ipynb #3ef30b7c
 def _gate_budget(g: dict) -> tuple[str, str]:
     """A gate's kind with its margin past the threshold and, for a learned gate, whether a blinded calibration set the
     budget it tests (the gate's line); and that calibration in full (its folded detail)."""
@@ -352,6 +357,7 @@ def gates_html(gates: list[dict]) -> str:
                 f'<b>{esc(g.get("id"))}</b> <span class="nc">({esc(kind)})</span>{changed}: {esc(g.get("text"))}</summary>{detail}</details></li>')
     return f'<div class="gates"><b>Gates</b> (preconditions of the claims that name them; open one for its rule and numbers):<ul>{"".join(map(one, gates))}</ul></div>'
 
+# %% ../nbs/12_render.ipynb #bf54b3cc
 def data_root_unused(manifest: dict | None) -> str:
     """When a run was given a data root but used its embedded default: a sentence naming the root and the folders it
     looked for there ('' otherwise). The batch summary and the report's first screen both say it."""
@@ -377,6 +383,7 @@ def data_banner(data: dict | None, manifest: dict | None = None) -> str:
     return (f'<div class="banner {esc(kind)}">' + (f"<b>The {esc(unused)}.</b> " if unused else "")
             + f'{text} <span class="nc">Fingerprint <code>{esc(data.get("fingerprint"))}</code>.</span></div>')
 
+# %% ../nbs/12_render.ipynb #8667532e
 def _headline(counts: dict | None, gates: list[dict], profile: str | None) -> str:
     "One line above the tally when this run decided none of the paper's claims, saying why."
     if not counts or any(int(counts.get(v) or 0) for v in (REPRODUCED, NOT_REPRODUCED)): return ""
@@ -435,6 +442,7 @@ def run_values(folder: Path) -> dict:
     f = Path(folder) / "values.json"
     return json.loads(f.read_text()) if f.exists() else {}
 
+# %% ../nbs/12_render.ipynb #d42b3db3
 def contents_html(body: str) -> str:
     "A table of contents of the rendered cells' section headings (h1-h3), linked to their anchors."
     heads = re.findall(r'<h([1-3]) id="([^"]+)"[^>]*>(.*?)</h\1>', body, re.S)
@@ -446,6 +454,7 @@ def _mark_plan(body: str) -> str:
     "Give the 'Plan vs this profile' table's label an anchor, for the first screen's link."
     return body.replace("<strong>Plan vs this profile.</strong>", '<strong id="plan">Plan vs this profile.</strong>', 1)
 
+# %% ../nbs/12_render.ipynb #9405f4f6
 def report_page(executed: Path, meta: dict, manifest: dict | None, claims: dict | None, notice: str = "") -> str:
     """The whole standalone report.html of an executed paper notebook: the first screen (verdicts, gates, claims), links
     to the plan table and the contents, then the paper's sections with their code folded."""
