@@ -18,7 +18,7 @@ __all__ = ['CORRECTIONS', 'PAIRED_TESTS', 'ALTERNATIVES', 'P_CONVENTIONS', 'CI_D
            'p_matrix', 'levene_tests', 'bootstrap_ci', 'paired_diff_test', 'paired_tests', 'weat_association',
            'wefat_score', 'weat_effect_size', 'random_subsets', 'all_subsets', 'permutation_p', 'partition_test',
            'weat_test', 'critical_value', 'mean_ci', 'topk_threshold', 'topk_share_threshold', 'delong', 'auc_ci',
-           'delong_test', 'auc_diff_bootstrap', 'stars', 'anova_tukey', 'beats', 'not_worse', 'check_margin',
+           'delong_test', 'auc_diff_bootstrap', 'stars', 'anova_tukey', 'check_margin', 'beats', 'not_worse',
            'equivalent']
 
 # %% ../nbs/02_stats.ipynb #cc17ceb0
@@ -211,6 +211,7 @@ def wefat_score(W, A, B) -> np.ndarray:
     AB = np.vstack([_unit_rows(A, "A"), _unit_rows(B, "B")])
     return s / (_unit_rows(W, "W") @ AB.T).std(axis=1, ddof=1)
 
+# %% ../nbs/02_stats.ipynb #6179f996
 def weat_effect_size(X, Y, A, B, ddof: int = 1) -> float:
     "WEAT/SEAT effect size: (mean s over X - mean s over Y) / std of s over X and Y together (ddof=1 as SEAT, 0 as FEAT)."
     sx, sy = weat_association(X, A, B), weat_association(Y, A, B)
@@ -234,6 +235,7 @@ def all_subsets(n: int, k: int) -> np.ndarray:
     M = np.zeros((len(idx), n)); np.put_along_axis(M, idx, 1.0, axis=1)
     return M
 
+# %% ../nbs/02_stats.ipynb #46aad090
 def permutation_p(null_hits: np.ndarray, draws: int, exact: bool, convention: str = "plus-one") -> np.ndarray:
     """p from the count of null statistics at least as extreme as the observed one. Exact enumeration: hits / draws (the
     observed partition is among them). Sampled: 'plus-one' (1 + hits) / (1 + draws), a valid p-value (Phipson & Smyth
@@ -281,6 +283,7 @@ def partition_test(s, n_x: int, n_samples: int = 100_000, seed: int = 0, alterna
     return dict(statistic=pick(observed), p=p, hits=hits, exact=exact, draws=int(draws), n_partitions=int(n_part),
                 n_x=n_x, n_y=n - n_x, alternative=alternative, convention=convention)
 
+# %% ../nbs/02_stats.ipynb #0aaf9573
 def weat_test(X, Y, A, B, n_samples: int = 100_000, seed: int = 0, alternative: str = "greater",
               convention: str = "plus-one", ddof: int = 1, exact: bool | None = None) -> dict:
     "WEAT/SEAT/FEAT: effect size, statistic S(X, Y) and its permutation p-value (exact when the partitions are few)."
@@ -354,6 +357,7 @@ def auc_ci(y, score, level: float = 0.95) -> tuple[float, float, float]:
     z = sps.norm.ppf(0.5 + level / 2)
     return float(auc[0]), max(0.0, float(auc[0]) - z * se), min(1.0, float(auc[0]) + z * se)
 
+# %% ../nbs/02_stats.ipynb #fb4d1028
 def delong_test(y, score_a, score_b, level: float = 0.95) -> dict:
     "Paired DeLong comparison of two scores on the same cases: AUCs, difference a - b with its interval, z and two-sided p."
     auc, cov = delong(y, np.vstack([score_a, score_b]))
@@ -411,6 +415,15 @@ def anova_tukey(samples: Mapping, alpha: float = 0.05, family: str | None = None
     summary = dict(family=family, F=float(an.statistic), p=float(an.pvalue), k=len(xs), n=int(values.size), alpha=alpha)
     return summary, pd.DataFrame(rows)
 
+# %% ../nbs/02_stats.ipynb #6674f177
+def check_margin(margin, rule: str, allow_zero: bool = False) -> float:
+    "`margin` as a float: >= 0 for `beats`, > 0 for the non-inferiority and equivalence rules (a margin is what they test)."
+    if margin is None: raise ValueError(f"{rule}: a non-inferiority rule needs a margin stated in advance (margin > 0), got None")
+    m = float(margin)
+    if not np.isfinite(m) or m < 0 or (m == 0 and not allow_zero):
+        raise ValueError(f"{rule}: margin must be {'>= 0' if allow_zero else '> 0'}, got {margin!r}")
+    return m
+
 # %% ../nbs/02_stats.ipynb #f086c680
 DIFF_METHODS = ("t", "bootstrap")
 
@@ -440,14 +453,6 @@ def not_worse(d, margin: float, level: float = 0.95, method: str = "t", seed: in
     "A is not worse than B: the one-sided `level` lower bound of mean(d) lies above -`margin` (> 0, stated before the run)."
     margin = check_margin(margin, "not_worse")
     return _bound_rule(d, -margin, margin, f"lower {level:.0%} bound of the mean difference > -{margin:g}", level, method, seed)
-
-def check_margin(margin, rule: str, allow_zero: bool = False) -> float:
-    "`margin` as a float: >= 0 for `beats`, > 0 for the non-inferiority and equivalence rules (a margin is what they test)."
-    if margin is None: raise ValueError(f"{rule}: a non-inferiority rule needs a margin stated in advance (margin > 0), got None")
-    m = float(margin)
-    if not np.isfinite(m) or m < 0 or (m == 0 and not allow_zero):
-        raise ValueError(f"{rule}: margin must be {'>= 0' if allow_zero else '> 0'}, got {margin!r}")
-    return m
 
 # %% ../nbs/02_stats.ipynb #894d05af
 def equivalent(a, b, margin: float, alpha: float = 0.05) -> dict:
