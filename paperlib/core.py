@@ -393,8 +393,14 @@ def sizes(self: RunContext, **items: Size) -> AttrDict:
     return values
 
 # %% ../nbs/00_core.ipynb #e6b083a3
+_PLAIN = (str, int, float, bool, type(None), np.integer, np.floating, np.bool_)
+
 def cell_key(name: str, cell: dict) -> str:
-    "A stable key of one grid cell's inputs (axis names and values, by repr)."
+    "A stable key of one grid cell's inputs (axis names and values, by repr: plain values only, whose repr is whole)."
+    for k, v in cell.items():   # an array's repr elides its middle and an object's shows its address: no key
+        if not (isinstance(v, _PLAIN) or (isinstance(v, tuple) and all(isinstance(x, _PLAIN) for x in v))):
+            raise TypeError(f"grid cell {name}: axis {k} is a {type(v).__name__}; a cell's values are names, numbers or "
+                            "tuples of them (look the data up by name inside the function)")
     return hashlib.sha256(repr((name, sorted(cell.items()))).encode()).hexdigest()[:20]
 
 def grid_cells(axes: dict | list, cost=None) -> list[dict]:
@@ -412,6 +418,7 @@ def grid_cells(axes: dict | list, cost=None) -> list[dict]:
         if seen: raise ValueError(f"grid cell {seen[0]} is listed twice")
     return sorted(cells, key=cost, reverse=True) if cost else cells
 
+# %% ../nbs/00_core.ipynb #bf254c40
 def run_grid(fn, axes: dict | list, *, store: Path, seed: int, workers: int = 1, cost=None, name: str = "grid") -> dict:
     """`fn(**cell)` for every cell of `axes`, results keyed by the cell's values in axis order; each cell seeded from
     (`seed`, its inputs) and kept in `store`/`name` once done, so a rerun computes only the cells still missing."""
