@@ -124,24 +124,41 @@ class TOUSimConfig:
         if isinstance(s, bool) or not isinstance(s, (int, float)) or not math.isfinite(s) or s <= 0:
             raise ValueError(f"shift_scale: {s!r}; a finite number above 0 (1 = Table 1's shiftable kW)")
 
+def _office_consumers(seed: int, C: int) -> pd.DataFrame:
+    "C consumers' Table 1 attributes and load scales, one keyed draw per consumer."
+    rows = []
+    for c in range(C):
+        r = np.random.default_rng([seed, 0, c])
+        rows.append(dict(consumer_id=f"office{c:02d}", **{k: int(r.choice(v)) for k, v in TABLE1_SETS.items()},
+                         base=r.uniform(100, 200), per_sub=r.uniform(150, 250), hvac=r.uniform(20, 40), phi=r.uniform(0.7, 1.0)))
+    return pd.DataFrame(rows)
+
+def _weather(seed: int, D: int) -> np.ndarray:
+    "(D, 24) temperature shared by all consumers: yearly and daily cycles plus one AR(1) stream of its own."
+    r = np.random.default_rng([seed, 1])
+    t = np.arange(D * H)
+    ar = np.zeros(D * H); eps = r.normal(0, 0.3, D * H)
+    for i in range(1, D * H): ar[i] = 0.97 * ar[i - 1] + eps[i]
+    return (15 + 8 * np.sin(2 * np.pi * (t / (24 * 365) - 0.25)) + 5 * np.sin(2 * np.pi * ((t % 24) - 9) / 24) + ar).reshape(D, H)
+
+def _cheapest_block(P, pref, L: int, window: tuple) -> np.ndarray:
+    "Per row of profiles P (n, 24): the start of the allowed L-hour block of lowest mean rate nearest `pref`, earliest on ties."
+    (lo, hi), n, S = window, len(P), H - L + 1
+    slot = np.stack([P[:, s:s + L].mean(1) for s in range(S)], 1)                # mean tariff of every L-block
+    allowed = (np.arange(S) >= lo) & (np.arange(S) + L <= hi)
+    mins = np.where(allowed, slot, np.inf).min(1, keepdims=True)
+    cand = allowed & np.isclose(slot, mins)
+    cand[np.arange(n), pref] |= np.isclose(slot[np.arange(n), pref], mins[:, 0])  # the preferred block always competes
+    return np.where(cand, np.abs(np.arange(S) - pref[:, None]), 10**6).argmin(1)
+
 class TOUSim:
     "Type-I / Type-II consumption of `cfg.n_consumers` office consumers under any tariff profile, keyed by (seed, consumer, day)."
     def __init__(self, cfg: TOUSimConfig = TOUSimConfig(), seed: int = 0):
         self.cfg, self.seed = cfg, int(seed)
         C, D = cfg.n_consumers, cfg.n_days
-        rows = []
-        for c in range(C):
-            r = np.random.default_rng([self.seed, 0, c])
-            rows.append(dict(consumer_id=f"office{c:02d}", **{k: int(r.choice(v)) for k, v in TABLE1_SETS.items()},
-                             base=r.uniform(100, 200), per_sub=r.uniform(150, 250), hvac=r.uniform(20, 40), phi=r.uniform(0.7, 1.0)))
-        self.consumers = pd.DataFrame(rows)
+        self.consumers = _office_consumers(self.seed, C)
         self.dow, self.moy = np.arange(D) % 7, (np.arange(D) // 30) % 12
-        # weather is shared by all consumers: one AR(1) stream of its own
-        r = np.random.default_rng([self.seed, 1])
-        t = np.arange(D * H)
-        ar = np.zeros(D * H); eps = r.normal(0, 0.3, D * H)
-        for i in range(1, D * H): ar[i] = 0.97 * ar[i - 1] + eps[i]
-        self.temperature = (15 + 8 * np.sin(2 * np.pi * (t / (24 * 365) - 0.25)) + 5 * np.sin(2 * np.pi * ((t % 24) - 9) / 24) + ar).reshape(D, H)
+        self.temperature = _weather(self.seed, D)
         self.type1 = np.zeros((C, D, H)); self.pref = np.zeros((C, D), int); self.workday = np.zeros((C, D), bool)
         for c in range(C):
             for d in range(D): self.type1[c, d], self.pref[c, d], self.workday[c, d] = self._type1_day(c, d)
@@ -169,16 +186,8 @@ class TOUSim:
     def type2(self, profiles, c, d):
         "Type-II load (n, 24) and shifted-into flags of consumers `c` on days `d` under `profiles` (n, 24)."
         P, c, d = np.atleast_2d(np.asarray(profiles, float)), np.asarray(c), np.asarray(d)
-        L, (lo, hi) = self.cfg.block, self.cfg.shift_window
-        n, S = len(P), H - L + 1
-        slot = np.stack([P[:, s:s + L].mean(1) for s in range(S)], 1)                # mean tariff of every L-block
-        allowed = (np.arange(S) >= lo) & (np.arange(S) + L <= hi)
-        pref = self.pref[c, d]
-        mins = np.where(allowed, slot, np.inf).min(1, keepdims=True)
-        cand = allowed & np.isclose(slot, mins)
-        cand[np.arange(n), pref] |= np.isclose(slot[np.arange(n), pref], mins[:, 0])  # the preferred block always competes
-        dist = np.where(cand, np.abs(np.arange(S) - pref[:, None]), 10**6)
-        chosen = dist.argmin(1)                                                       # nearest minimum, earliest on ties
+        L, pref = self.cfg.block, self.pref[c, d]
+        chosen = _cheapest_block(P, pref, L, self.cfg.shift_window)
         moved = (chosen != pref) & self.workday[c, d]
         a = self.consumers
         kw = (a.shift_kW.to_numpy()[c] * self.cfg.shift_scale / L) * self.workday[c, d]
@@ -548,9 +557,7 @@ def _batches(train, batch, n_tau, g, device):
 
 def fit_forecaster(method, train, val, epochs=30, batch=64, lr=1e-3, n_tau=8, l2=1e-3, seed=0, device="cpu",
                    schedule="constant", weight_decay=0.0, patience=None, clip=1.0, **model_kw):
-    """Train one forecaster; return it at its best epoch by IID validation AQL, and its curve (one row per epoch: step,
-    mean training loss, validation AQL). `one-cycle` runs on `paperlib.train.fit` (AdamW, one-cycle, gradient clipping,
-    early stopping after `patience` epochs without a better validation AQL); `constant` is the paper's Adam at a fixed lr."""
+    "(model at its best epoch by IID validation AQL, curve per epoch); `one-cycle`: `paperlib.train.fit`, `constant`: the paper's Adam."
     if schedule not in SCHEDULES: raise ValueError(f"unknown schedule {schedule!r}; valid: {', '.join(SCHEDULES)}")
     for name, v, lo in (("epochs", epochs, 1), ("batch", batch, 2), ("n_tau", n_tau, 1)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
@@ -757,9 +764,7 @@ def room_ood(fc_ood: float, ub_ood: float, margin: float = 0.05) -> bool:
     return bool(np.isfinite(fc_ood) and np.isfinite(ub_ood) and fc_ood >= (1 + margin) * ub_ood)
 
 def profit_leader(gains, target: str = "Att.+PE") -> str:
-    """The method that earns more than `target`: `gains` is a frame of realized gains, one row per consumer-day, one column
-    per method. A method leads only when its per-day gain beats `target`'s (`stats.beats`: the one-sided 95% lower bound
-    of the mean difference above 0), so a tie or a noise-level difference leaves `target` in the lead."""
+    "The method (a column of `gains`, one row per consumer-day) whose gain `stats.beats` `target`'s by the most; else `target`."
     lead = {m: beats((gains[m] - gains[target]).to_numpy()) for m in gains.columns if m != target}
     won = {m: r["estimate"] for m, r in lead.items() if r["passed"] is True}
     return max(won, key=won.get) if won else target
