@@ -30,8 +30,8 @@ __all__ = ['LEXICONS', 'UNCOMMON', 'REASONS', 'REASON_MIX', 'NEG_TEMPLATES', 'NE
            'TAG_TARGETS', 'TASKS', 'TASK_RATES', 'TASK_TRAIN', 'TASK_EASY', 'TASK_HARD', 'FOLDER', 'TASK_FOLDER',
            'LABEL', 'COMPANY_LAYOUT', 'PRODUCT_LAYOUT', 'TASK_LAYOUT', 'MODEL_DIRS', 'DATASETS', 'TAGS', 'NOUNS',
            'QUANTITY_LIST', 'SYNONYMS', 'ONE_SEED', 'F1_CEILING', 'TASK_CEILING', 'MATCH_MARGIN', 'F1_BAND',
-           'TASK_BAND', 'PAPER', 'DATASET_NAMES', 'SimConfig', 'sim_config', 'SalientSim', 'word_tokens',
-           'has_quantity', 'tag_rates', 'task_hardness', 'make_task', 'read_lines', 'stratified_split',
+           'TASK_BAND', 'PAPER', 'DATASET_NAMES', 'SimConfig', 'sim_config', 'SentenceDraws', 'SalientSim',
+           'word_tokens', 'has_quantity', 'tag_rates', 'task_hardness', 'make_task', 'read_lines', 'stratified_split',
            'load_real_data', 'local_models', 'write_tiny_dataset', 'enrich', 'attribute_words', 'editor_oracle',
            'uncommon_list', 'HeadConfig', 'mlp_head', 'val_split', 'uda_loss', 'fit_scorer', 'fit_linear', 'piece_ids',
            'compact_ids', 'KimCNN', 'BiLSTM', 'candidates', 'avg_dist', 'textual_affinity', 'rerank', 'propagate',
@@ -260,8 +260,30 @@ TASK_LEVEL = 0.0    # the minority tasks' difficulty, chosen the same way
 
 _JUNK = "abcdefhijlmnorstuvwy"     # no g, k, x, p: single letters that are units
 
-class SalientSim:
-    "Company-review sentences with hidden salient labels, reasons and attribute metadata; every draw keyed by (seed, stream)."
+def _number(r, key: str) -> str:
+    "A number for template slot `key`: n (a count), m (a few), p (a percentage), k (an amount), else r (a range)."
+    if key == "n": return str(int(r.choice([2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 24, 25, 30, 50, 100])))
+    if key == "m": return str(int(r.integers(2, 11)))
+    if key == "p": return str(int(r.choice(np.arange(10, 101, 5))))
+    if key == "k": return str(int(r.choice([200, 500, 1000, 1500, 2000, 5000, 10000])))
+    lo = int(r.integers(4, 20)); return f"{lo}-{lo + int(r.integers(2, 6))}"
+
+def _pick(r, hard_share: float, easy, hard):
+    "A template of `hard` with probability `hard_share`, else of `easy`."
+    ts = hard if (hard_share > 0 and r.random() < hard_share) else easy
+    return ts[r.integers(len(ts))]
+
+def _junk(r) -> str:
+    "3-7 'words' of 1-3 random letters (none of them a unit): a sentence of noise."
+    return " ".join("".join(r.choice(list(_JUNK), int(r.integers(1, 4)))) for _ in range(int(r.integers(3, 8))))
+
+def _positive_kinds(wordy: float) -> dict:
+    "POS_KIND_MIX with the share of 'wordy' positives set to `wordy`, the other kinds rescaled to the rest."
+    rest = 1 - POS_KIND_MIX["wordy"]
+    return {k: (wordy if k == "wordy" else v * (1 - wordy) / rest) for k, v in POS_KIND_MIX.items()}
+
+class SentenceDraws:
+    "One review sentence at a time, salient or not, with its reason and attributes; every draw keyed by (seed, stream)."
     def __init__(self, cfg: SimConfig = SimConfig(), seed: int = 0):
         self.cfg, self.seed = cfg, int(seed)
         r = self.rng(0)
@@ -273,18 +295,10 @@ class SalientSim:
 
     def rng(self, *stream) -> np.random.Generator: return np.random.default_rng([self.seed, *stream])
 
-    # -- fillers
     def _attr(self, r, seen_only=False) -> str:
         while True:
             a = self.order[r.choice(len(self.order), p=self.p_attr)]
             if not (seen_only and a in self.unseen): return a
-
-    def _num(self, r, key: str) -> str:
-        if key == "n": return str(int(r.choice([2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 24, 25, 30, 50, 100])))
-        if key == "m": return str(int(r.integers(2, 11)))
-        if key == "p": return str(int(r.choice(np.arange(10, 101, 5))))
-        if key == "k": return str(int(r.choice([200, 500, 1000, 1500, 2000, 5000, 10000])))
-        lo = int(r.integers(4, 20)); return f"{lo}-{lo + int(r.integers(2, 6))}"      # "r": a range
 
     def _fill(self, r, template: str, seen_only=False, feats=None, topics=None) -> tuple[str, list]:
         used = []
@@ -294,32 +308,25 @@ class SalientSim:
             if k == "adj": return str(r.choice(LEXICONS["sentiment_adjs"]))
             if k in ("c", "C"):
                 w = str(r.choice(LEXICONS["common_attributes"])); return w.capitalize() if k == "C" else w
-            if k == "junk":
-                return " ".join("".join(r.choice(list(_JUNK), int(r.integers(1, 4)))) for _ in range(int(r.integers(3, 8))))
+            if k == "junk": return _junk(r)
             if k == "f": return str(r.choice(feats))
             if k in ("t", "t2"): return str(r.choice(topics))
-            return self._num(r, k)
+            return _number(r, k)
         return re.sub(r"\{(\w+)\}", sub, template), used
-
-    # -- sentences
-    def _pick(self, r, easy, hard):
-        ts = hard if (self.cfg.hard_share > 0 and r.random() < self.cfg.hard_share) else easy
-        return ts[r.integers(len(ts))]
 
     def negative(self, r) -> dict:
         u, c = r.random(), self.cfg
         if u < c.neg_uncommon:
-            reason, t = self._pick(r, NEG_UNCOMMON, NEG_UNCOMMON_HARD)
+            reason, t = _pick(r, c.hard_share, NEG_UNCOMMON, NEG_UNCOMMON_HARD)
         elif u < c.neg_uncommon + c.neg_number:
-            reason, t = self._pick(r, NEG_NUMBER, NEG_NUMBER_HARD)
+            reason, t = _pick(r, c.hard_share, NEG_NUMBER, NEG_NUMBER_HARD)
         elif u < c.neg_uncommon + c.neg_number + c.book_rate:
             reason, t = "irrelevant", BOOK_TEXT
         elif u < c.neg_uncommon + c.neg_number + c.book_rate + c.neg_frame:
             reason, t = NEG_FRAME[r.integers(len(NEG_FRAME))]
         elif u < c.neg_uncommon + c.neg_number + c.book_rate + c.neg_frame + c.neg_borderline:
             # a borderline sentence: written like a salient one, judged not salient by the annotator (kappa 0.9 in the paper)
-            p = self.positive(r)
-            return dict(p, label=0, reason="common", kind="")
+            return dict(self.positive(r), label=0, reason="common", kind="")
         else:
             reason = str(r.choice(list(REASON_MIX), p=list(REASON_MIX.values())))
             ts = NEG_TEMPLATES[reason]; t = ts[r.integers(len(ts))]
@@ -327,8 +334,7 @@ class SalientSim:
         return dict(sentence=s, label=0, reason=reason, kind="", attributes=used)
 
     def positive(self, r, seen_only=False) -> dict:
-        w = self.cfg.pos_wordy; rest = 1 - POS_KIND_MIX["wordy"]
-        mix = {k: (w if k == "wordy" else v * (1 - w) / rest) for k, v in POS_KIND_MIX.items()}
+        mix = _positive_kinds(self.cfg.pos_wordy)
         kind = str(r.choice(list(mix), p=list(mix.values())))
         if kind == "wordy": ts = POS_TEMPLATES["wordy"] + WORDY_EXTRA
         elif self.cfg.pos_review > 0 and r.random() < self.cfg.pos_review: ts = POS_REVIEW[kind]
@@ -336,6 +342,8 @@ class SalientSim:
         s, used = self._fill(r, ts[r.integers(len(ts))], seen_only)
         return dict(sentence=s, label=1, reason="salient", kind=kind, attributes=used)
 
+class SalientSim(SentenceDraws):
+    "Company-review sentences with hidden salient labels, reasons and attribute metadata: the companies, pool, experts, products."
     def _frame(self, rows, **cols) -> pd.DataFrame:
         df = pd.DataFrame(rows)
         for k, v in cols.items(): df[k] = v
