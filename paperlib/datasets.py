@@ -12,14 +12,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .data import DataError, Column, Layout, read_tables, read_mat_records, read_index
+from .data import DataError, Column, Layout, read_tables, read_mat_records
 
 # %% auto #0
-__all__ = ['REGISTRY', 'CUB_IMAGES_TXT', 'CUB_LABELS_TXT', 'CUB_LAYOUTS', 'CUB_BREAKAGES', 'CUB', 'CARS_BREAKAGES', 'CARS',
-           'POWERTAC_HOURS', 'POWERTAC_META', 'POWERTAC_LAYOUTS', 'POWERTAC_COUNTERFACTUAL', 'POWERTAC', 'Dataset',
-           'register_dataset', 'get_dataset', 'find_folder', 'dataset_folders', 'folder_status', 'check_class_range',
-           'tiny_image', 'cub_home', 'read_cub', 'write_tiny_cub', 'read_cars', 'write_tiny_cars',
-           'read_powertac_counterfactuals', 'write_tiny_powertac', 'read_powertac']
+__all__ = ['REGISTRY', 'POWERTAC_HOURS', 'POWERTAC_META', 'POWERTAC_LAYOUTS', 'POWERTAC_COUNTERFACTUAL', 'POWERTAC',
+           'CUB_IMAGES_TXT', 'CUB_LABELS_TXT', 'CUB_LAYOUTS', 'CUB_BREAKAGES', 'CUB', 'CARS_BREAKAGES', 'CARS',
+           'Dataset', 'register_dataset', 'get_dataset', 'find_folder', 'dataset_folders', 'folder_status',
+           'read_powertac_counterfactuals', 'write_tiny_powertac', 'read_powertac', 'check_class_range', 'tiny_image',
+           'cub_home', 'read_cub', 'write_tiny_cub', 'read_cars', 'write_tiny_cars']
 
 # %% ../nbs/24_datasets.ipynb #f9fe6ab5
 @dataclass(eq=False)
@@ -118,147 +118,9 @@ def folder_status(data_root, slugs) -> list[dict]:
         out.append(row)
     return out
 
-# %% ../nbs/24_datasets.ipynb #4136e497
-def check_class_range(df: pd.DataFrame, where, lo: int, hi: int, col: str = "class_id", name: str | None = None) -> pd.DataFrame:
-    "A DataError naming the table, row and column of the first class number of `df[col]` outside lo-hi."
-    v = df[col].to_numpy()
-    bad = np.flatnonzero((v < lo) | (v > hi))
-    if len(bad):
-        i = bad[0]
-        raise DataError(f"{where}, row {df.attrs['lines'][i]}, column {name or col!r}: {v[i]} is not a class number ({lo}-{hi})")
-    return df
-
-def tiny_image(path, rgb, seed: int, size=(24, 24)) -> Path:
-    "A small noisy photo of colour `rgb` at `path` (a tiny dataset's image: decodable, and different for another seed)."
-    from PIL import Image
-    path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
-    rng = np.random.default_rng(seed)
-    arr = np.clip(np.asarray(rgb, float)[None, None] + rng.normal(0, 12, (size[1], size[0], 3)), 0, 255).astype(np.uint8)
-    Image.fromarray(arr).save(path)
-    return path
-
-# %% ../nbs/24_datasets.ipynb #289ac3de
-CUB_IMAGES_TXT, CUB_LABELS_TXT = "CUB_200_2011/images.txt", "CUB_200_2011/image_class_labels.txt"
-CUB_LAYOUTS = (
-    Layout("CUB-200-2011 images", "one line per image: number and relative path",
-           [Column("image_id", kind="int", doc="image number"), Column("path", doc="`<class folder>/<file>.jpg` under `CUB_200_2011/images/`")],
-           index=CUB_IMAGES_TXT, sep=None, header=False, unique=("image_id",), refs={"image_id": (CUB_LABELS_TXT, "image_id")},
-           files=("path", "CUB_200_2011/images")),
-    Layout("CUB-200-2011 labels", "one line per image: number and class",
-           [Column("image_id", kind="int", doc="image number of images.txt"), Column("class_id", kind="int", doc="species, 1-200")],
-           index=CUB_LABELS_TXT, sep=None, header=False, unique=("image_id",), refs={"image_id": (CUB_IMAGES_TXT, "image_id")}))
-
-def cub_home(folder) -> Path:
-    "The folder holding `CUB_200_2011/`: `folder` itself, or its parent when `folder` is the archive's `CUB_200_2011/`."
-    folder = Path(folder)
-    return folder.parent if folder.name == "CUB_200_2011" and not (folder / "CUB_200_2011").is_dir() else folder
-
-def read_cub(folder) -> pd.DataFrame:
-    "CUB-200-2011's images (image_id, path, class_id 1-200, table, line) of `cub2011/` or of the archive's `CUB_200_2011/`."
-    home = cub_home(folder)
-    if not (home / "CUB_200_2011").is_dir(): raise DataError(f"missing folder {home / 'CUB_200_2011'} (unpack CUB_200_2011.tgz into {home})")
-    tabs, _ = read_tables(home, CUB_LAYOUTS)
-    images, labels = (tabs[l.name] for l in CUB_LAYOUTS)
-    check_class_range(labels, home / CUB_LABELS_TXT, 1, 200)
-    cls = dict(zip(labels.image_id, labels.class_id))
-    df = pd.DataFrame(dict(image_id=images.image_id, path=[str(home / "CUB_200_2011" / "images" / p) for p in images.path],
-                           class_id=[cls[i] for i in images.image_id], table=str(home / CUB_IMAGES_TXT), line=images.attrs["lines"]))
-    df.attrs["tables"] = [home / CUB_IMAGES_TXT, home / CUB_LABELS_TXT]
-    return df
-
-def write_tiny_cub(folder, classes=None) -> None:
-    "A tiny CUB-200-2011 in the archive's layout under `folder`: `classes` [(class 1-200, images)], default 8 classes of 16."
-    cub = Path(folder) / "CUB_200_2011"
-    images, labels = [], []
-    for c, n in classes or [(c, 16) for c in range(1, 9)]:
-        for k in range(n):
-            rel = f"{c:03d}.Bird_{c}/Bird_{c}_{k:04d}.jpg"
-            images.append(f"{len(images) + 1} {rel}"); labels.append(f"{len(labels) + 1} {c}")
-            tiny_image(cub / "images" / rel, ((30 * c) % 256, (200 - 20 * c) % 256, 90), len(images))
-    (cub / "images.txt").write_text("\n".join(images) + "\n")
-    (cub / "image_class_labels.txt").write_text("\n".join(labels) + "\n")
-
-# %% ../nbs/24_datasets.ipynb #4a3c999f
-def _edit(rel, fn):
-    "A breakage: rewrite the lines of file `rel` of the dataset folder with `fn(lines)`."
-    def mutate(folder):
-        p = Path(folder) / rel
-        p.write_text("\n".join(fn(p.read_text(encoding="utf-8").splitlines())) + "\n", encoding="utf-8")
-    return mutate
-
-def _set(i, text): return lambda lines: lines[:i] + [text] + lines[i + 1:]
-
-def _write(rel, data: bytes): return lambda folder: (Path(folder) / rel).write_bytes(data)
-
-def _unlink_listed(folder, row: int = 2):
-    "Remove the image that row `row` of images.txt lists."
-    (Path(folder) / "CUB_200_2011" / "images" / (Path(folder) / CUB_IMAGES_TXT).read_text().splitlines()[row - 1].split()[1]).unlink()
-
-CUB_BREAKAGES = (
-    ("class id not a number", _edit(CUB_LABELS_TXT, _set(1, "2 bird")), "image_class_labels.txt, row 2, column 'class_id': 'bird' is not a valid int"),
-    ("class id out of range", _edit(CUB_LABELS_TXT, _set(2, "3 0")), "image_class_labels.txt, row 3, column 'class_id': 0 is not a class number (1-200)"),
-    ("image id not a number", _edit(CUB_IMAGES_TXT, lambda l: l[:2] + ["x3 " + l[2].split()[1]] + l[3:]), "images.txt, row 3, column 'image_id': 'x3' is not a valid int"),
-    ("duplicate image id in images.txt", _edit(CUB_IMAGES_TXT, lambda l: l[:2] + ["1 " + l[2].split()[1]] + l[3:]), "images.txt, row 3, column 'image_id': '1' repeats row 1"),
-    ("duplicate image id in labels", _edit(CUB_LABELS_TXT, _set(1, "1 1")), "image_class_labels.txt, row 2, column 'image_id': '1' repeats row 1"),
-    ("images.txt empty", _write(CUB_IMAGES_TXT, b""), "images.txt has no rows"),
-    ("row with a missing field", _edit(CUB_IMAGES_TXT, _set(3, "4")), "images.txt, row 4: 1 fields, but the format has 2"),
-    ("image without a class", _edit(CUB_LABELS_TXT, lambda l: l[:4] + l[5:]), "images.txt, row 5, column 'image_id': value 5 has no row in"),
-    ("class of an unknown image", _edit(CUB_LABELS_TXT, lambda l: ["999 3"] + l), "image_class_labels.txt, row 1, column 'image_id': value 999 has no row in"),
-    ("labels not UTF-8", _write(CUB_LABELS_TXT, b"1 1\n2 \xff\n"), "image_class_labels.txt, row 2: not UTF-8"),
-    ("listed image missing", _unlink_listed, "images.txt, row 2, column 'path': missing file"),
-    ("no CUB_200_2011 folder", lambda f: shutil.rmtree(Path(f) / "CUB_200_2011"), "missing folder"),
-)
-
-CUB = register_dataset(Dataset("cub2011", "CUB-200-2011: 11,788 bird photos of 200 species", CUB_LAYOUTS, check=read_cub,
-                               write_tiny=write_tiny_cub, breakages=CUB_BREAKAGES, aliases=("CUB_200_2011",), home=cub_home))
-
-# %% ../nbs/24_datasets.ipynb #99591137
-def read_cars(folder) -> pd.DataFrame:
-    "Cars196's images (path, class_id 1-196, table, line) of `cars196/`, from cars_annos.mat."
-    folder = Path(folder)
-    mat = folder / "cars_annos.mat"
-    ann = read_mat_records(mat, "annotations", ("relative_im_path", "class"), ints=("class",), minimum=1, unique=("relative_im_path",))
-    where = f"{mat} ('annotations')"
-    df = pd.DataFrame(dict(path=[str(folder / r) for r in ann.relative_im_path], class_id=ann["class"].to_numpy(),
-                           table=where, line=ann.attrs["lines"]))
-    df.attrs["lines"] = ann.attrs["lines"]
-    check_class_range(df, where, 1, 196, name="class")
-    for p, line in zip(df.path, df.line):
-        if not Path(p).is_file(): raise DataError(f"{where}, row {line}, column 'relative_im_path': missing file {p}")
-    df.attrs["tables"] = [mat]
-    return df
-
-def _save_annos(folder, rows, fields=("relative_im_path", "class", "test")):
-    from scipy.io import savemat
-    savemat(Path(folder) / "cars_annos.mat", {"annotations": np.array([tuple(r) for r in rows], dtype=[(f, "O") for f in fields])})
-
-def write_tiny_cars(folder, classes=None) -> None:
-    "A tiny Cars196 under `folder` (car_ims/, cars_annos.mat): `classes` [(class 1-196, images)], default 8 classes of 16."
-    rows = []
-    for c, n in classes or [(c, 16) for c in range(1, 9)]:
-        for k in range(n):
-            rel = f"car_ims/{len(rows) + 1:06d}.jpg"
-            tiny_image(Path(folder) / rel, ((25 * c) % 256, 90, (220 - 20 * c) % 256), len(rows))
-            rows.append((rel, c, k % 2))
-    _save_annos(folder, rows)
-
-CARS_BREAKAGES = (
-    ("class not a number", lambda f: _save_annos(f, [(f"car_ims/{i:06d}.jpg", c, 0) for i, c in enumerate([1, 2, "x3"], 1)]),
-     "cars_annos.mat, row 3 of 'annotations', field 'class': 'x3' is not a whole number from 1"),
-    ("class out of range", lambda f: _save_annos(f, [(f"car_ims/{i:06d}.jpg", c, 0) for i, c in enumerate([1, 197], 1)]),
-     "cars_annos.mat ('annotations'), row 2, column 'class': 197 is not a class number (1-196)"),
-    ("class field missing", lambda f: _save_annos(f, [("car_ims/000001.jpg", 0)], ("relative_im_path", "test")),
-     "cars_annos.mat: the 'annotations' struct has no field 'class'"),
-    ("not a .mat file", _write("cars_annos.mat", b"hello"), "cars_annos.mat: cannot read the 'annotations' struct"),
-    ("duplicate image", lambda f: _save_annos(f, [("car_ims/000001.jpg", 1, 0)] * 2), "field 'relative_im_path': 'car_ims/000001.jpg' repeats row 1"),
-    ("listed image missing", lambda f: (Path(f) / "car_ims/000002.jpg").unlink(),
-     "cars_annos.mat ('annotations'), row 2, column 'relative_im_path': missing file"),
-)
-
-CARS = register_dataset(Dataset("cars196", "Cars196 (Stanford Cars): 16,185 photos of 196 car models", check=read_cars,
-                                write_tiny=write_tiny_cars, breakages=CARS_BREAKAGES))
-
 # %% ../nbs/24_datasets.ipynb #71e203d4
+from .data import read_index     # PowerTAC's tables are read one by one, each with its own checks
+
 POWERTAC_HOURS = [f"h{h:02d}" for h in range(24)]
 # consumer_meta.csv column -> (tariff_ood's simulator's name for the attribute, kind): the paper's Table 1 rows
 POWERTAC_META = dict(sub_consumers=("n_sub", "int"), working_days=("work_days", "int"), work_start=("start", "int"),
@@ -451,3 +313,143 @@ def read_powertac(root) -> dict:
             m.rename(columns={c: n for c, (n, _) in POWERTAC_META.items()}), on="consumer_id", how="left")
     return dict(tables=t, paths=path, files=[l.index for l in read], profiles=prof, pid=pid, consumers=consumers,
                 days=days, E=E, alloc=alloc, meta=meta)
+
+# %% ../nbs/24_datasets.ipynb #4136e497
+def check_class_range(df: pd.DataFrame, where, lo: int, hi: int, col: str = "class_id", name: str | None = None) -> pd.DataFrame:
+    "A DataError naming the table, row and column of the first class number of `df[col]` outside lo-hi."
+    v = df[col].to_numpy()
+    bad = np.flatnonzero((v < lo) | (v > hi))
+    if len(bad):
+        i = bad[0]
+        raise DataError(f"{where}, row {df.attrs['lines'][i]}, column {name or col!r}: {v[i]} is not a class number ({lo}-{hi})")
+    return df
+
+def tiny_image(path, rgb, seed: int, size=(24, 24)) -> Path:
+    "A small noisy photo of colour `rgb` at `path` (a tiny dataset's image: decodable, and different for another seed)."
+    from PIL import Image
+    path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    arr = np.clip(np.asarray(rgb, float)[None, None] + rng.normal(0, 12, (size[1], size[0], 3)), 0, 255).astype(np.uint8)
+    Image.fromarray(arr).save(path)
+    return path
+
+# %% ../nbs/24_datasets.ipynb #289ac3de
+CUB_IMAGES_TXT, CUB_LABELS_TXT = "CUB_200_2011/images.txt", "CUB_200_2011/image_class_labels.txt"
+CUB_LAYOUTS = (
+    Layout("CUB-200-2011 images", "one line per image: number and relative path",
+           [Column("image_id", kind="int", doc="image number"), Column("path", doc="`<class folder>/<file>.jpg` under `CUB_200_2011/images/`")],
+           index=CUB_IMAGES_TXT, sep=None, header=False, unique=("image_id",), refs={"image_id": (CUB_LABELS_TXT, "image_id")},
+           files=("path", "CUB_200_2011/images")),
+    Layout("CUB-200-2011 labels", "one line per image: number and class",
+           [Column("image_id", kind="int", doc="image number of images.txt"), Column("class_id", kind="int", doc="species, 1-200")],
+           index=CUB_LABELS_TXT, sep=None, header=False, unique=("image_id",), refs={"image_id": (CUB_IMAGES_TXT, "image_id")}))
+
+def cub_home(folder) -> Path:
+    "The folder holding `CUB_200_2011/`: `folder` itself, or its parent when `folder` is the archive's `CUB_200_2011/`."
+    folder = Path(folder)
+    return folder.parent if folder.name == "CUB_200_2011" and not (folder / "CUB_200_2011").is_dir() else folder
+
+def read_cub(folder) -> pd.DataFrame:
+    "CUB-200-2011's images (image_id, path, class_id 1-200, table, line) of `cub2011/` or of the archive's `CUB_200_2011/`."
+    home = cub_home(folder)
+    if not (home / "CUB_200_2011").is_dir(): raise DataError(f"missing folder {home / 'CUB_200_2011'} (unpack CUB_200_2011.tgz into {home})")
+    tabs, _ = read_tables(home, CUB_LAYOUTS)
+    images, labels = (tabs[l.name] for l in CUB_LAYOUTS)
+    check_class_range(labels, home / CUB_LABELS_TXT, 1, 200)
+    cls = dict(zip(labels.image_id, labels.class_id))
+    df = pd.DataFrame(dict(image_id=images.image_id, path=[str(home / "CUB_200_2011" / "images" / p) for p in images.path],
+                           class_id=[cls[i] for i in images.image_id], table=str(home / CUB_IMAGES_TXT), line=images.attrs["lines"]))
+    df.attrs["tables"] = [home / CUB_IMAGES_TXT, home / CUB_LABELS_TXT]
+    return df
+
+def write_tiny_cub(folder, classes=None) -> None:
+    "A tiny CUB-200-2011 in the archive's layout under `folder`: `classes` [(class 1-200, images)], default 8 classes of 16."
+    cub = Path(folder) / "CUB_200_2011"
+    images, labels = [], []
+    for c, n in classes or [(c, 16) for c in range(1, 9)]:
+        for k in range(n):
+            rel = f"{c:03d}.Bird_{c}/Bird_{c}_{k:04d}.jpg"
+            images.append(f"{len(images) + 1} {rel}"); labels.append(f"{len(labels) + 1} {c}")
+            tiny_image(cub / "images" / rel, ((30 * c) % 256, (200 - 20 * c) % 256, 90), len(images))
+    (cub / "images.txt").write_text("\n".join(images) + "\n")
+    (cub / "image_class_labels.txt").write_text("\n".join(labels) + "\n")
+
+# %% ../nbs/24_datasets.ipynb #4a3c999f
+def _edit(rel, fn):
+    "A breakage: rewrite the lines of file `rel` of the dataset folder with `fn(lines)`."
+    def mutate(folder):
+        p = Path(folder) / rel
+        p.write_text("\n".join(fn(p.read_text(encoding="utf-8").splitlines())) + "\n", encoding="utf-8")
+    return mutate
+
+def _set(i, text): return lambda lines: lines[:i] + [text] + lines[i + 1:]
+
+def _write(rel, data: bytes): return lambda folder: (Path(folder) / rel).write_bytes(data)
+
+def _unlink_listed(folder, row: int = 2):
+    "Remove the image that row `row` of images.txt lists."
+    (Path(folder) / "CUB_200_2011" / "images" / (Path(folder) / CUB_IMAGES_TXT).read_text().splitlines()[row - 1].split()[1]).unlink()
+
+CUB_BREAKAGES = (
+    ("class id not a number", _edit(CUB_LABELS_TXT, _set(1, "2 bird")), "image_class_labels.txt, row 2, column 'class_id': 'bird' is not a valid int"),
+    ("class id out of range", _edit(CUB_LABELS_TXT, _set(2, "3 0")), "image_class_labels.txt, row 3, column 'class_id': 0 is not a class number (1-200)"),
+    ("image id not a number", _edit(CUB_IMAGES_TXT, lambda l: l[:2] + ["x3 " + l[2].split()[1]] + l[3:]), "images.txt, row 3, column 'image_id': 'x3' is not a valid int"),
+    ("duplicate image id in images.txt", _edit(CUB_IMAGES_TXT, lambda l: l[:2] + ["1 " + l[2].split()[1]] + l[3:]), "images.txt, row 3, column 'image_id': '1' repeats row 1"),
+    ("duplicate image id in labels", _edit(CUB_LABELS_TXT, _set(1, "1 1")), "image_class_labels.txt, row 2, column 'image_id': '1' repeats row 1"),
+    ("images.txt empty", _write(CUB_IMAGES_TXT, b""), "images.txt has no rows"),
+    ("row with a missing field", _edit(CUB_IMAGES_TXT, _set(3, "4")), "images.txt, row 4: 1 fields, but the format has 2"),
+    ("image without a class", _edit(CUB_LABELS_TXT, lambda l: l[:4] + l[5:]), "images.txt, row 5, column 'image_id': value 5 has no row in"),
+    ("class of an unknown image", _edit(CUB_LABELS_TXT, lambda l: ["999 3"] + l), "image_class_labels.txt, row 1, column 'image_id': value 999 has no row in"),
+    ("labels not UTF-8", _write(CUB_LABELS_TXT, b"1 1\n2 \xff\n"), "image_class_labels.txt, row 2: not UTF-8"),
+    ("listed image missing", _unlink_listed, "images.txt, row 2, column 'path': missing file"),
+    ("no CUB_200_2011 folder", lambda f: shutil.rmtree(Path(f) / "CUB_200_2011"), "missing folder"),
+)
+
+CUB = register_dataset(Dataset("cub2011", "CUB-200-2011: 11,788 bird photos of 200 species", CUB_LAYOUTS, check=read_cub,
+                               write_tiny=write_tiny_cub, breakages=CUB_BREAKAGES, aliases=("CUB_200_2011",), home=cub_home))
+
+# %% ../nbs/24_datasets.ipynb #99591137
+def read_cars(folder) -> pd.DataFrame:
+    "Cars196's images (path, class_id 1-196, table, line) of `cars196/`, from cars_annos.mat."
+    folder = Path(folder)
+    mat = folder / "cars_annos.mat"
+    ann = read_mat_records(mat, "annotations", ("relative_im_path", "class"), ints=("class",), minimum=1, unique=("relative_im_path",))
+    where = f"{mat} ('annotations')"
+    df = pd.DataFrame(dict(path=[str(folder / r) for r in ann.relative_im_path], class_id=ann["class"].to_numpy(),
+                           table=where, line=ann.attrs["lines"]))
+    df.attrs["lines"] = ann.attrs["lines"]
+    check_class_range(df, where, 1, 196, name="class")
+    for p, line in zip(df.path, df.line):
+        if not Path(p).is_file(): raise DataError(f"{where}, row {line}, column 'relative_im_path': missing file {p}")
+    df.attrs["tables"] = [mat]
+    return df
+
+def _save_annos(folder, rows, fields=("relative_im_path", "class", "test")):
+    from scipy.io import savemat
+    savemat(Path(folder) / "cars_annos.mat", {"annotations": np.array([tuple(r) for r in rows], dtype=[(f, "O") for f in fields])})
+
+def write_tiny_cars(folder, classes=None) -> None:
+    "A tiny Cars196 under `folder` (car_ims/, cars_annos.mat): `classes` [(class 1-196, images)], default 8 classes of 16."
+    rows = []
+    for c, n in classes or [(c, 16) for c in range(1, 9)]:
+        for k in range(n):
+            rel = f"car_ims/{len(rows) + 1:06d}.jpg"
+            tiny_image(Path(folder) / rel, ((25 * c) % 256, 90, (220 - 20 * c) % 256), len(rows))
+            rows.append((rel, c, k % 2))
+    _save_annos(folder, rows)
+
+CARS_BREAKAGES = (
+    ("class not a number", lambda f: _save_annos(f, [(f"car_ims/{i:06d}.jpg", c, 0) for i, c in enumerate([1, 2, "x3"], 1)]),
+     "cars_annos.mat, row 3 of 'annotations', field 'class': 'x3' is not a whole number from 1"),
+    ("class out of range", lambda f: _save_annos(f, [(f"car_ims/{i:06d}.jpg", c, 0) for i, c in enumerate([1, 197], 1)]),
+     "cars_annos.mat ('annotations'), row 2, column 'class': 197 is not a class number (1-196)"),
+    ("class field missing", lambda f: _save_annos(f, [("car_ims/000001.jpg", 0)], ("relative_im_path", "test")),
+     "cars_annos.mat: the 'annotations' struct has no field 'class'"),
+    ("not a .mat file", _write("cars_annos.mat", b"hello"), "cars_annos.mat: cannot read the 'annotations' struct"),
+    ("duplicate image", lambda f: _save_annos(f, [("car_ims/000001.jpg", 1, 0)] * 2), "field 'relative_im_path': 'car_ims/000001.jpg' repeats row 1"),
+    ("listed image missing", lambda f: (Path(f) / "car_ims/000002.jpg").unlink(),
+     "cars_annos.mat ('annotations'), row 2, column 'relative_im_path': missing file"),
+)
+
+CARS = register_dataset(Dataset("cars196", "Cars196 (Stanford Cars): 16,185 photos of 196 car models", check=read_cars,
+                                write_tiny=write_tiny_cars, breakages=CARS_BREAKAGES))
