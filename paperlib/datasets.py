@@ -16,10 +16,12 @@ from .data import DataError, Column, Layout, read_tables, read_mat_records
 
 # %% auto #0
 __all__ = ['REGISTRY', 'POWERTAC_HOURS', 'POWERTAC_META', 'POWERTAC_LAYOUTS', 'POWERTAC_COUNTERFACTUAL', 'POWERTAC',
-           'CUB_IMAGES_TXT', 'CUB_LABELS_TXT', 'CUB_LAYOUTS', 'CUB_BREAKAGES', 'CUB', 'CARS_BREAKAGES', 'CARS',
-           'Dataset', 'register_dataset', 'get_dataset', 'find_folder', 'dataset_folders', 'folder_status',
-           'read_powertac_counterfactuals', 'write_tiny_powertac', 'read_powertac', 'check_class_range', 'tiny_image',
-           'cub_home', 'read_cub', 'write_tiny_cub', 'read_cars', 'write_tiny_cars']
+           'SALIENT_FOLDER', 'TASKS_FOLDER', 'SALIENT_REASONS', 'MINORITY_TASKS', 'COMPANY_LAYOUT', 'PRODUCT_LAYOUT',
+           'TASK_LAYOUT', 'SALIENT', 'MINORITY', 'CUB_IMAGES_TXT', 'CUB_LABELS_TXT', 'CUB_LAYOUTS', 'CUB_BREAKAGES',
+           'CUB', 'CARS_BREAKAGES', 'CARS', 'Dataset', 'register_dataset', 'get_dataset', 'find_folder',
+           'dataset_folders', 'folder_status', 'read_powertac_counterfactuals', 'write_tiny_powertac', 'read_powertac',
+           'read_labelled_csv', 'read_lines', 'read_salient_facts', 'read_minority_tasks', 'check_class_range',
+           'tiny_image', 'cub_home', 'read_cub', 'write_tiny_cub', 'read_cars', 'write_tiny_cars']
 
 # %% ../nbs/24_datasets.ipynb #f9fe6ab5
 @dataclass(eq=False)
@@ -313,6 +315,74 @@ def read_powertac(root) -> dict:
             m.rename(columns={c: n for c, (n, _) in POWERTAC_META.items()}), on="consumer_id", how="left")
     return dict(tables=t, paths=path, files=[l.index for l in read], profiles=prof, pid=pid, consumers=consumers,
                 days=days, E=E, alloc=alloc, meta=meta)
+
+# %% ../nbs/24_datasets.ipynb #52980d1e
+from .data import read_table     # the labelled CSVs are read with the columns their header has
+
+SALIENT_FOLDER, TASKS_FOLDER = "salient_facts", "minority_tasks"
+SALIENT_REASONS = ("noquantity", "personal", "common", "noattribute", "incomplete", "sentimental", "invalid", "irrelevant")
+MINORITY_TASKS = ("SUGG", "HOTEL", "SENT", "PARA")
+_LABEL = Column("label", choices=(0, 1), kind="int", doc="1 = salient (or positive), 0 = not")
+COMPANY_LAYOUT = Layout(
+    "company reviews", "one review sentence per row, labelled (one file per company, e.g. google.csv)",
+    [Column("sentence", doc="the sentence"), _LABEL,
+     Column("reason", choices=SALIENT_REASONS, allow_empty=True, doc="optional column: why a sentence is not salient")],
+    index="{company}.csv", folder=SALIENT_FOLDER)
+PRODUCT_LAYOUT = Layout(
+    "product reviews", "review sentences of one product; label optional (needed for the Table 7 ratios)",
+    [Column("sentence"), _LABEL], index="product/{product}.csv", folder=SALIENT_FOLDER, required=False)
+TASK_LAYOUT = Layout(
+    "minority-comment task", "one text per row, labelled", [Column("text"), _LABEL],
+    index="{task}/{train,test}.csv", folder=TASKS_FOLDER, required=False)
+
+def read_labelled_csv(path: Path, required=("sentence", "label"), optional=("reason",)) -> pd.DataFrame:
+    "A labelled CSV with the `required` columns and those of `optional` that its header has, validated."
+    cols = {c.name: c for c in COMPANY_LAYOUT.columns + TASK_LAYOUT.columns}
+    if not path.is_file(): raise DataError(f"missing file {path}")
+    head = path.read_text(encoding="utf-8-sig").splitlines()[:1]
+    names = [h.strip() for h in head[0].split(",")] if head else []
+    use = [cols[n] for n in required] + [cols[n] for n in optional if n in names]
+    return read_table(path, use)
+
+def read_lines(path: Path) -> list[str]:
+    "The non-blank lines of a UTF-8 text file; an empty file is refused with its path."
+    if not path.is_file(): raise DataError(f"missing file {path}")
+    try: lines = [l.strip() for l in path.read_text(encoding="utf-8-sig").splitlines() if l.strip()]
+    except UnicodeDecodeError: raise DataError(f"{path}: not UTF-8 text; save the file as UTF-8") from None
+    if not lines: raise DataError(f"{path} is empty: it needs one sentence per line")
+    return lines
+
+def read_salient_facts(root) -> dict:
+    """The review folder `root`, read and checked: `companies` {name: frame}, `unlabelled` (sentences), `experts`
+    {company: sentences}, `products` {name: frame} and `files` (relative paths, for the fingerprint)."""
+    root = Path(root)
+    if not root.is_dir(): raise DataError(f"data folder {root} does not exist")
+    companies = sorted(p for p in root.glob("*.csv"))
+    if not companies: raise DataError(f"{root}: no company file; expected {{company}}.csv with columns sentence, label[, reason]")
+    comp = {}
+    for p in companies:
+        comp[p.stem] = read_labelled_csv(p)
+        if comp[p.stem].label.sum() == 0: raise DataError(f"{p}: no sentence labelled 1; a company needs salient examples to train on")
+    unlabelled, experts = read_lines(root / "unlabeled.txt"), {}
+    for p in sorted(root.glob("expert_*.txt")):
+        c = p.stem[len("expert_"):]
+        if c not in comp: raise DataError(f"{p}: no company file {c}.csv to pair these expert sentences with")
+        experts[c] = read_lines(p)
+        n_neg = int((comp[c].label == 0).sum())
+        if n_neg < len(experts[c]): raise DataError(f"{p}: {len(experts[c])} expert sentences but only {n_neg} non-salient sentences in {c}.csv")
+    products = {p.stem: read_labelled_csv(p, required=("sentence",), optional=("label",)) for p in sorted((root / "product").glob("*.csv"))}
+    files = [p.relative_to(root) for p in companies] + [Path("unlabeled.txt")] + \
+            [p.relative_to(root) for p in sorted(root.glob("expert_*.txt")) + sorted((root / "product").glob("*.csv"))]
+    return dict(companies=comp, unlabelled=unlabelled, experts=experts, products=products, files=files)
+
+def read_minority_tasks(folder) -> dict:
+    "{task: {'train': frame, 'test': frame}} of every minority-comment task present under `folder`."
+    return {t: {s: read_labelled_csv(Path(folder) / t / f"{s}.csv", required=("text", "label"), optional=()) for s in ("train", "test")}
+            for t in MINORITY_TASKS if (Path(folder) / t).is_dir()}
+
+SALIENT = register_dataset(Dataset(SALIENT_FOLDER, "labelled review sentences per company, unlabelled and expert sentences, products",
+                                   (COMPANY_LAYOUT, PRODUCT_LAYOUT), check=read_salient_facts))
+MINORITY = register_dataset(Dataset(TASKS_FOLDER, "the minority-comment classification tasks", (TASK_LAYOUT,), check=read_minority_tasks))
 
 # %% ../nbs/24_datasets.ipynb #4136e497
 def check_class_range(df: pd.DataFrame, where, lo: int, hi: int, col: str = "class_id", name: str | None = None) -> pd.DataFrame:
