@@ -15,9 +15,13 @@ import pandas as pd
 from .data import DataError, Column, Layout, read_tables, read_mat_records
 
 # %% auto #0
-__all__ = ['REGISTRY', 'CUB_IMAGES_TXT', 'CUB_LABELS_TXT', 'CUB_LAYOUTS', 'CUB_BREAKAGES', 'CUB', 'CARS_BREAKAGES', 'CARS',
-           'Dataset', 'register_dataset', 'get_dataset', 'find_folder', 'dataset_folders', 'folder_status',
-           'check_class_range', 'tiny_image', 'cub_home', 'read_cub', 'write_tiny_cub', 'read_cars', 'write_tiny_cars']
+__all__ = ['REGISTRY', 'POWERTAC_HOURS', 'POWERTAC_META', 'POWERTAC_LAYOUTS', 'POWERTAC_COUNTERFACTUAL', 'POWERTAC',
+           'SALIENT_FOLDER', 'TASKS_FOLDER', 'SALIENT_REASONS', 'MINORITY_TASKS', 'COMPANY_LAYOUT', 'PRODUCT_LAYOUT',
+           'TASK_LAYOUT', 'SALIENT', 'MINORITY', 'CUB_IMAGES_TXT', 'CUB_LABELS_TXT', 'CUB_LAYOUTS', 'CUB_BREAKAGES',
+           'CUB', 'CARS_BREAKAGES', 'CARS', 'Dataset', 'register_dataset', 'get_dataset', 'find_folder',
+           'dataset_folders', 'folder_status', 'read_powertac_counterfactuals', 'write_tiny_powertac', 'read_powertac',
+           'read_labelled_csv', 'read_lines', 'read_salient_facts', 'read_minority_tasks', 'check_class_range',
+           'tiny_image', 'cub_home', 'read_cub', 'write_tiny_cub', 'read_cars', 'write_tiny_cars']
 
 # %% ../nbs/24_datasets.ipynb #f9fe6ab5
 @dataclass(eq=False)
@@ -115,6 +119,270 @@ def folder_status(data_root, slugs) -> list[dict]:
             except DataError as e: row.update(valid=False, error=str(e))
         out.append(row)
     return out
+
+# %% ../nbs/24_datasets.ipynb #71e203d4
+from .data import read_index     # PowerTAC's tables are read one by one, each with its own checks
+
+POWERTAC_HOURS = [f"h{h:02d}" for h in range(24)]
+# consumer_meta.csv column -> (tariff_ood's simulator's name for the attribute, kind): the paper's Table 1 rows
+POWERTAC_META = dict(sub_consumers=("n_sub", "int"), working_days=("work_days", "int"), work_start=("start", "int"),
+                     break_start=("brk", "int"), work_duration=("duration", "int"), shiftable_kw=("shift_kW", "float"))
+
+def _layout(name, description, columns, index, **kw) -> Layout:
+    return Layout(name, description, columns, index=index, folder="powertac", **kw)
+
+POWERTAC_LAYOUTS = [
+    _layout("consumption", "hourly consumption of each consumer", [
+        Column("timestamp", kind="timestamp", doc="start of the hour, ISO 8601 (e.g. 2021-01-04 13:00)"),
+        Column("consumer_id", doc="any text"), Column("kwh", kind="float", doc="energy in that hour, finite and >= 0")],
+        "consumption.csv", key="consumer_id", unique=(("consumer_id", "timestamp"),)),
+    _layout("tariff_allocations", "the profile each consumer had on each day", [
+        Column("date", kind="timestamp", doc="the day, YYYY-MM-DD"), Column("consumer_id", doc="a consumer of consumption.csv"),
+        Column("profile_id", doc="a profile of profiles.csv")], "tariff_allocations.csv", key="consumer_id",
+        unique=(("consumer_id", "date"),)),
+    _layout("profiles", "the tariff profiles: T_in (split in) and T_out (split out)", [
+        Column("profile_id"), Column("split", ("in", "out")),
+        *[Column(c, kind="float", doc=f"rate of hour {h}") for h, c in enumerate(POWERTAC_HOURS)]],
+        "profiles.csv", key="profile_id", unique=("profile_id",)),
+    _layout("weather", "optional hourly weather (validated; the forecasters do not use it)", [
+        Column("timestamp", kind="timestamp"), Column("temperature", kind="float")], "weather.csv", required=False,
+        unique=("timestamp",)),
+    _layout("consumer_meta", "optional consumer attributes, the rows of Table 1 (an empty cell is an unknown value)", [
+        Column("consumer_id", doc="a consumer of consumption.csv"),
+        *[Column(c, kind=k, allow_empty=True, doc=f"Table 1: {c.replace('_', ' ')}") for c, (_, k) in POWERTAC_META.items()]],
+        "consumer_meta.csv", key="consumer_id", required=False, unique=("consumer_id",)),
+]
+POWERTAC_COUNTERFACTUAL = _layout(
+    "counterfactual", "test-month consumption of every consumer under every T_all profile (PowerTAC re-run with forced "
+    "allocations); every counterfactual/*.csv", [Column("timestamp", kind="timestamp"), Column("consumer_id"),
+    Column("kwh", kind="float"), Column("profile_id")], "counterfactual/*.csv", key="consumer_id", required=False,
+    unique=(("profile_id", "consumer_id", "timestamp"),))
+
+def _row_where(path, df: pd.DataFrame, i: int, key: str | None = None) -> str:
+    "'<file>, row <line> (<key> <value>)' for row i of a table read by `read_table`."
+    return f"{path}, row {df.attrs['lines'][i]}" + (f" ({key} {str(df[key].iloc[i])!r})" if key else "")
+
+def _check_rows(path, df: pd.DataFrame, bad, column: str, what: str, key: str | None = None):
+    "A DataError naming file, row and column at the first row where `bad` holds."
+    bad = np.asarray(bad, bool)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise DataError(f"{_row_where(path, df, i, key)}, column {column!r}: {str(df[column].iloc[i])!r} {what}")
+
+def _hour_columns_check(path: Path):
+    "profiles.csv must have exactly the hour columns h00 ... h23 (missing, extra or misnumbered hours are named)."
+    import csv
+    try: first = path.read_text(encoding="utf-8-sig").splitlines()[:1]
+    except (OSError, UnicodeDecodeError): return                  # read_table reports these with the row
+    if not first: return
+    header = [h.strip() for h in next(csv.reader(first))]
+    hours = [h for h in header if len(h) >= 2 and h[0] == "h" and h[1:].isdigit()]
+    if hours != POWERTAC_HOURS:
+        shown = f"{', '.join(hours[:3])} ... {', '.join(hours[-2:])}" if len(hours) > 5 else ", ".join(hours)
+        raise DataError(f"{path}, row 1 (header): a profile has 24 hourly rates h00 ... h23, but the header has "
+                        f"{len(hours)} hour column(s) ({shown})")
+
+def _read_hourly(path: Path, layout: Layout) -> pd.DataFrame:
+    "A consumption-like table: timestamps at the start of an hour, finite non-negative energies."
+    df = read_index(path, layout)
+    _check_rows(path, df, df.timestamp != df.timestamp.dt.floor("h"), "timestamp", "is not the start of an hour", "consumer_id")
+    _check_rows(path, df, ~np.isfinite(df.kwh.to_numpy(float)) | (df.kwh.to_numpy(float) < 0), "kwh",
+                "is not a finite energy >= 0", "consumer_id")
+    return df
+
+def _hourly_matrix(df: pd.DataFrame, where: str, consumers=None, days=None):
+    "(consumers, days, E (C, D, 24)) from long hourly rows; a gap names the consumer and the first missing hour."
+    out, spans = {}, {}
+    for cid, g in df.groupby("consumer_id", sort=False):
+        ts = pd.DatetimeIndex(g.timestamp).sort_values()
+        first = ts[0].normalize() if days is None else days[0]
+        last = (ts[-1].normalize() if days is None else days[-1]) + pd.Timedelta(hours=23)
+        full = pd.date_range(first, last, freq="h")
+        missing = full.difference(ts)
+        if len(missing):
+            raise DataError(f"{where}: consumer {cid!r} has gaps in its hourly series; first missing timestamp "
+                            f"{missing[0]} ({len(missing)} hour(s) missing between {full[0]} and {full[-1]})")
+        out[cid] = g.set_index("timestamp").kwh.reindex(full).to_numpy(float).reshape(-1, 24)
+        spans[cid] = (first, last)
+    ids = list(out) if consumers is None else list(consumers)
+    for cid in ids:
+        if cid not in out: raise DataError(f"{where}: consumer {cid!r} has no rows")
+    ref = spans[ids[0]]
+    for cid in ids:
+        if spans[cid] != ref:
+            raise DataError(f"{where}: consumer {cid!r} covers {spans[cid][0].date()} to {spans[cid][1].date()}, "
+                            f"but {ids[0]!r} covers {ref[0].date()} to {ref[1].date()}; every consumer needs the same days")
+    return ids, pd.date_range(ref[0], ref[1].normalize(), freq="D"), np.stack([out[c] for c in ids])
+
+def read_powertac_counterfactuals(root, pid: dict, consumers: list, test_days, n_profiles: int):
+    "(files, E_cf (consumers, test days, profiles, 24) with NaN where a profile has none) from `root`/counterfactual/*.csv."
+    root = Path(root)
+    files = sorted((root / "counterfactual").glob("*.csv")) if (root / "counterfactual").is_dir() else []
+    if not files: return [], None
+    parts = []
+    for f in files:
+        df = _read_hourly(f, POWERTAC_COUNTERFACTUAL)
+        _check_rows(f, df, ~df.profile_id.isin(list(pid)), "profile_id", "is not a profile_id of profiles.csv", "consumer_id")
+        _check_rows(f, df, ~df.consumer_id.isin(consumers), "consumer_id", "has no rows in consumption.csv")
+        parts.append(df.assign(file=str(f), line=df.attrs["lines"]))
+    cf = pd.concat(parts, ignore_index=True)
+    dup = cf.duplicated(["profile_id", "consumer_id", "timestamp"], keep="first").to_numpy()
+    if dup.any():                                                      # the same hour in two files
+        r = cf.iloc[int(np.argmax(dup))]
+        o = cf[(cf.profile_id == r.profile_id) & (cf.consumer_id == r.consumer_id) & (cf.timestamp == r.timestamp)].iloc[0]
+        raise DataError(f"{r.file}, row {r.line}, columns 'profile_id' + 'consumer_id' + 'timestamp': "
+                        f"{r.profile_id!r}, {r.consumer_id!r}, '{r.timestamp}' repeats {o.file} row {o.line}")
+    E_cf = np.full((len(consumers), len(test_days), n_profiles, 24), np.nan)
+    cf = cf[cf.timestamp >= test_days[0]]
+    for p, g in cf.groupby("profile_id", sort=False):
+        _, _, M = _hourly_matrix(g, f"{root / 'counterfactual'} (profile {p!r})", consumers, test_days)
+        E_cf[:, :, pid[p]] = M
+    return files, E_cf
+
+# %% ../nbs/24_datasets.ipynb #b6716dae
+def write_tiny_powertac(root, n_consumers=2, n_days=21, n_in=3, n_out=2, counterfactual=True, meta=True, weather=True,
+                        seed=0, levels=(0.2, 0.5, 0.8)) -> Path:
+    "A tiny PowerTAC CSV export in the documented layout, in folder `root`: profiles of rates drawn from `levels`."
+    root = Path(root); root.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    ts = pd.date_range("2021-01-04", periods=n_days * 24, freq="h")
+    pd.DataFrame([dict(timestamp=str(t), consumer_id=f"c{c}", kwh=round(float(100 + 50 * rng.random()), 3))
+                  for c in range(n_consumers) for t in ts]).to_csv(root / "consumption.csv", index=False)
+    profs = pd.DataFrame(rng.choice(levels, size=(n_in + n_out, 24)), columns=POWERTAC_HOURS)
+    profs.insert(0, "split", ["in"] * n_in + ["out"] * n_out); profs.insert(0, "profile_id", [f"P{i}" for i in range(n_in + n_out)])
+    profs.to_csv(root / "profiles.csv", index=False)
+    days = pd.date_range("2021-01-04", periods=n_days, freq="D")
+    pd.DataFrame([dict(date=str(d.date()), consumer_id=f"c{c}", profile_id=f"P{rng.integers(n_in)}")
+                  for c in range(n_consumers) for d in days]).to_csv(root / "tariff_allocations.csv", index=False)
+    if meta:
+        pd.DataFrame([dict(consumer_id=f"c{c}", sub_consumers=(3, 5)[c % 2], working_days=(3, 4)[c % 2],
+                           work_start=(8, 9, 10)[c % 3], break_start=(13, 14)[c % 2], work_duration=8,
+                           shiftable_kw=(600.0, 2400.0)[c % 2]) for c in range(n_consumers)]
+                     ).to_csv(root / "consumer_meta.csv", index=False)
+    if weather:
+        pd.DataFrame(dict(timestamp=[str(t) for t in ts], temperature=np.round(15 + 5 * rng.standard_normal(len(ts)), 2))
+                     ).to_csv(root / "weather.csv", index=False)
+    if counterfactual:
+        (root / "counterfactual").mkdir(exist_ok=True)
+        test0 = int(n_days * 5 / 6)
+        pd.DataFrame([dict(timestamp=str(t), consumer_id=f"c{c}", kwh=round(float(100 + 50 * rng.random()), 3), profile_id=p)
+                      for p in profs.profile_id for c in range(n_consumers) for t in ts[test0 * 24:]]
+                     ).to_csv(root / "counterfactual" / "cf.csv", index=False)
+    return root
+
+# one paper reads it (tariff_ood); `paperlib list --data-root` judges it by its tables
+POWERTAC = register_dataset(Dataset("powertac", "a PowerTAC run: hourly consumption, tariff allocations and profiles",
+                                    (*POWERTAC_LAYOUTS, POWERTAC_COUNTERFACTUAL), write_tiny=write_tiny_powertac))
+
+# %% ../nbs/24_datasets.ipynb #6b3827c3
+def read_powertac(root) -> dict:
+    """A PowerTAC CSV export in folder `root`, read and cross-checked (a DataError names the file, row and column):
+    `tables`, `paths` and `files` (relative) of the tables read, `profiles`, `pid` {profile_id: row}, `consumers`, `days`,
+    `E` (consumers x days x 24), `alloc` (consumers x days: a row of `profiles`) and `meta` (one row per consumer, or None)."""
+    root = Path(root)
+    if not root.is_dir():
+        raise DataError(f"data folder {root} does not exist (a PowerTAC export needs consumption.csv, "
+                        "tariff_allocations.csv and profiles.csv)")
+    _hour_columns_check(root / "profiles.csv")
+    read = [l for l in POWERTAC_LAYOUTS if l.required or (root / l.index).exists()]
+    t = {l.name: _read_hourly(root / l.index, l) if l.name == "consumption" else read_index(root / l.index, l) for l in read}
+    path = {l.name: root / l.index for l in read}
+    prof = t["profiles"]
+    for c in POWERTAC_HOURS:
+        _check_rows(path["profiles"], prof, ~np.isfinite(prof[c].to_numpy(float)), c, "is not a finite rate", "profile_id")
+    if not (prof.split == "in").any():
+        raise DataError(f"{path['profiles']}: no profile has split 'in'; the history's profiles T_in are needed")
+    pid = {p: i for i, p in enumerate(prof.profile_id)}
+    consumers, days, E = _hourly_matrix(t["consumption"], str(path["consumption"]))
+    al = t["tariff_allocations"]
+    _check_rows(path["tariff_allocations"], al, ~al.profile_id.isin(list(pid)), "profile_id",
+                "is not a profile_id of profiles.csv", "consumer_id")
+    _check_rows(path["tariff_allocations"], al, ~al.consumer_id.isin(consumers), "consumer_id", "has no rows in consumption.csv")
+    _check_rows(path["tariff_allocations"], al, al.date != al.date.dt.normalize(), "date", "is not a date (it has a time of day)",
+                "consumer_id")
+    key = {(c, d): pid[p] for c, d, p in zip(al.consumer_id, al.date, al.profile_id)}
+    alloc = np.full(E.shape[:2], -1)
+    for ci, c in enumerate(consumers):
+        for di, d in enumerate(days):
+            if (c, d) not in key:
+                raise DataError(f"{path['tariff_allocations']}: consumer {c!r} has no allocation for {d.date()}")
+            alloc[ci, di] = key[(c, d)]
+    meta = None
+    if "consumer_meta" in t:
+        m = t["consumer_meta"]
+        _check_rows(path["consumer_meta"], m, ~m.consumer_id.isin(consumers), "consumer_id", "has no rows in consumption.csv")
+        meta = pd.DataFrame({"consumer_id": consumers}).merge(
+            m.rename(columns={c: n for c, (n, _) in POWERTAC_META.items()}), on="consumer_id", how="left")
+    return dict(tables=t, paths=path, files=[l.index for l in read], profiles=prof, pid=pid, consumers=consumers,
+                days=days, E=E, alloc=alloc, meta=meta)
+
+# %% ../nbs/24_datasets.ipynb #52980d1e
+from .data import read_table     # the labelled CSVs are read with the columns their header has
+
+SALIENT_FOLDER, TASKS_FOLDER = "salient_facts", "minority_tasks"
+SALIENT_REASONS = ("noquantity", "personal", "common", "noattribute", "incomplete", "sentimental", "invalid", "irrelevant")
+MINORITY_TASKS = ("SUGG", "HOTEL", "SENT", "PARA")
+_LABEL = Column("label", choices=(0, 1), kind="int", doc="1 = salient (or positive), 0 = not")
+COMPANY_LAYOUT = Layout(
+    "company reviews", "one review sentence per row, labelled (one file per company, e.g. google.csv)",
+    [Column("sentence", doc="the sentence"), _LABEL,
+     Column("reason", choices=SALIENT_REASONS, allow_empty=True, doc="optional column: why a sentence is not salient")],
+    index="{company}.csv", folder=SALIENT_FOLDER)
+PRODUCT_LAYOUT = Layout(
+    "product reviews", "review sentences of one product; label optional (needed for the Table 7 ratios)",
+    [Column("sentence"), _LABEL], index="product/{product}.csv", folder=SALIENT_FOLDER, required=False)
+TASK_LAYOUT = Layout(
+    "minority-comment task", "one text per row, labelled", [Column("text"), _LABEL],
+    index="{task}/{train,test}.csv", folder=TASKS_FOLDER, required=False)
+
+def read_labelled_csv(path: Path, required=("sentence", "label"), optional=("reason",)) -> pd.DataFrame:
+    "A labelled CSV with the `required` columns and those of `optional` that its header has, validated."
+    cols = {c.name: c for c in COMPANY_LAYOUT.columns + TASK_LAYOUT.columns}
+    if not path.is_file(): raise DataError(f"missing file {path}")
+    head = path.read_text(encoding="utf-8-sig").splitlines()[:1]
+    names = [h.strip() for h in head[0].split(",")] if head else []
+    use = [cols[n] for n in required] + [cols[n] for n in optional if n in names]
+    return read_table(path, use)
+
+def read_lines(path: Path) -> list[str]:
+    "The non-blank lines of a UTF-8 text file; an empty file is refused with its path."
+    if not path.is_file(): raise DataError(f"missing file {path}")
+    try: lines = [l.strip() for l in path.read_text(encoding="utf-8-sig").splitlines() if l.strip()]
+    except UnicodeDecodeError: raise DataError(f"{path}: not UTF-8 text; save the file as UTF-8") from None
+    if not lines: raise DataError(f"{path} is empty: it needs one sentence per line")
+    return lines
+
+def read_salient_facts(root) -> dict:
+    """The review folder `root`, read and checked: `companies` {name: frame}, `unlabelled` (sentences), `experts`
+    {company: sentences}, `products` {name: frame} and `files` (relative paths, for the fingerprint)."""
+    root = Path(root)
+    if not root.is_dir(): raise DataError(f"data folder {root} does not exist")
+    companies = sorted(p for p in root.glob("*.csv"))
+    if not companies: raise DataError(f"{root}: no company file; expected {{company}}.csv with columns sentence, label[, reason]")
+    comp = {}
+    for p in companies:
+        comp[p.stem] = read_labelled_csv(p)
+        if comp[p.stem].label.sum() == 0: raise DataError(f"{p}: no sentence labelled 1; a company needs salient examples to train on")
+    unlabelled, experts = read_lines(root / "unlabeled.txt"), {}
+    for p in sorted(root.glob("expert_*.txt")):
+        c = p.stem[len("expert_"):]
+        if c not in comp: raise DataError(f"{p}: no company file {c}.csv to pair these expert sentences with")
+        experts[c] = read_lines(p)
+        n_neg = int((comp[c].label == 0).sum())
+        if n_neg < len(experts[c]): raise DataError(f"{p}: {len(experts[c])} expert sentences but only {n_neg} non-salient sentences in {c}.csv")
+    products = {p.stem: read_labelled_csv(p, required=("sentence",), optional=("label",)) for p in sorted((root / "product").glob("*.csv"))}
+    files = [p.relative_to(root) for p in companies] + [Path("unlabeled.txt")] + \
+            [p.relative_to(root) for p in sorted(root.glob("expert_*.txt")) + sorted((root / "product").glob("*.csv"))]
+    return dict(companies=comp, unlabelled=unlabelled, experts=experts, products=products, files=files)
+
+def read_minority_tasks(folder) -> dict:
+    "{task: {'train': frame, 'test': frame}} of every minority-comment task present under `folder`."
+    return {t: {s: read_labelled_csv(Path(folder) / t / f"{s}.csv", required=("text", "label"), optional=()) for s in ("train", "test")}
+            for t in MINORITY_TASKS if (Path(folder) / t).is_dir()}
+
+SALIENT = register_dataset(Dataset(SALIENT_FOLDER, "labelled review sentences per company, unlabelled and expert sentences, products",
+                                   (COMPANY_LAYOUT, PRODUCT_LAYOUT), check=read_salient_facts))
+MINORITY = register_dataset(Dataset(TASKS_FOLDER, "the minority-comment classification tasks", (TASK_LAYOUT,), check=read_minority_tasks))
 
 # %% ../nbs/24_datasets.ipynb #4136e497
 def check_class_range(df: pd.DataFrame, where, lo: int, hi: int, col: str = "class_id", name: str | None = None) -> pd.DataFrame:

@@ -4,7 +4,7 @@
 
 # %% ../../nbs/papers/bgaugment_background_bias.ipynb #cb4c27c2
 from __future__ import annotations
-import os, warnings
+import colorsys, os, warnings
 from pathlib import Path
 from dataclasses import dataclass, field
 
@@ -18,6 +18,7 @@ from ..datasets import Dataset, register_dataset, read_cub, read_cars, cub_home,
 from ..metric import (LOSSES, LOSS_NAMES, check_loss, is_classification_loss, EmbeddingCNN, embed,
                              retrieval_metrics, map_at_r, map_at_r_torch, random_map_at_r, random_map_at_r_draws, train_embedder, mean_std)
 from ..stats import correct_pvalues, beats, not_worse
+from ..report import rule
 
 # %% auto #0
 __all__ = ['REGIMES', 'TRAIN_A', 'VAL_B', 'TEXTURES', 'B_TRAIN_PHOTOS', 'B_TEST_PHOTOS', 'DATASET_FOLDERS', 'BACKGROUND_FOLDER',
@@ -119,9 +120,7 @@ def perturb_mask(M: torch.Tensor, kind: str, seed: int = 0, drop: float = 0.1) -
     "An imperfect copy of masks M (N x 1 x h x w): 'erode' / 'dilate' by one pixel, or 'drop' a share of the foreground."
     if kind == "erode": return -F.max_pool2d(-M, 3, 1, 1)
     if kind == "dilate": return F.max_pool2d(M, 3, 1, 1)
-    if kind == "drop":
-        keep = torch.rand(M.shape, generator=torch.Generator().manual_seed(seed)) >= drop
-        return M * keep
+    if kind == "drop": return M * (torch.rand(M.shape, generator=torch.Generator().manual_seed(seed)) >= drop)
     raise ValueError(f"unknown mask perturbation {kind!r}; valid: erode, dilate, drop")
 
 # %% ../../nbs/papers/bgaugment_background_bias.ipynb #385f83ec
@@ -130,12 +129,9 @@ TRAIN_A, VAL_B = (0, 1, 2, 3, 4), (8, 9)     # train side: first digit 0-4; its 
 
 def pair_classes() -> pd.DataFrame:
     "The 100 digit-pair classes 'ab' and their split: train (40), val (10), test (50)."
-    rows = []
-    for a in range(10):
-        for b in range(10):
-            split = "test" if a not in TRAIN_A else ("val" if b in VAL_B else "train")
-            rows.append(dict(label=10 * a + b, name=f"{a}{b}", a=a, b=b, split=split))
-    return pd.DataFrame(rows)
+    a, b = np.divmod(np.arange(100), 10)
+    split = np.where(~np.isin(a, TRAIN_A), "test", np.where(np.isin(b, VAL_B), "val", "train"))
+    return pd.DataFrame(dict(label=10 * a + b, name=[f"{i}{j}" for i, j in zip(a, b)], a=a, b=b, split=split))
 
 def digit_pools(seed: int = 0):
     "(digits 8x8 in 0..16, targets, pool) with a stratified 50/50 split of sklearn's digits into pools 'A' and 'B'."
@@ -184,10 +180,6 @@ class Split:
     y: torch.Tensor
     bg_class: np.ndarray | None = None      # proxy only: whose home background an image got
 
-def _saturated_colors(rng, n):
-    import colorsys
-    return np.array([colorsys.hsv_to_rgb(h, 1.0, 1.0) for h in rng.uniform(0, 1, n)], dtype=np.float32)
-
 def make_digit_pairs(rho: float, per_class: dict, seed: int = 0, size: int = 32) -> dict:
     "DigitPairs-on-Textures: {'train', 'val', 'test': Split}; the foregrounds do not depend on rho, only the backgrounds."
     if not 0 <= rho <= 1: raise ValueError(f"rho is a probability, got {rho}")
@@ -207,7 +199,7 @@ def make_digit_pairs(rho: float, per_class: dict, seed: int = 0, size: int = 32)
         labels = np.repeat(cl.label.to_numpy(), per_class[split])
         n = len(labels)
         X = np.zeros((n, 3, size, size), np.float32); M = np.zeros((n, 1, size, size), np.float32)
-        cols = _saturated_colors(fg_rng, n)
+        cols = np.array([colorsys.hsv_to_rgb(h, 1.0, 1.0) for h in fg_rng.uniform(0, 1, n)], np.float32)   # saturated
         # the background choice: one uniform per image decides own vs other, the same draws for every rho
         u, other = bg_rng.uniform(size=n), bg_rng.integers(0, len(cl) - 1, n)
         bg = np.empty(n, dtype=int)
@@ -250,12 +242,9 @@ def _bundled_photo(name: str) -> np.ndarray:
     a = a / (255 if a.max() > 1 else 1)
     return a[..., :3] if a.ndim == 3 else a
 
-def _to_rgb(a, rng):
-    if a.ndim == 2: return a[..., None] * rng.uniform(0.3, 1.0, 3)[None, None]    # a random tint
-    return a
-
 def _patch(a, rng, size):
     from PIL import Image
+    if a.ndim == 2: a = a[..., None] * rng.uniform(0.3, 1.0, 3)[None, None]    # a grey photo gets a random tint
     h, w = a.shape[:2]
     side = int(rng.integers(min(size, h, w), min(h, w) + 1))
     y, x = rng.integers(0, h - side + 1), rng.integers(0, w - side + 1)
@@ -277,7 +266,7 @@ def background_bank(which: str, n: int = 100, size: int = 64, seed: int = 0) -> 
     for i in range(n):
         k, j = sources[rng.integers(len(sources))] if which == "train" else sources[i % len(sources)]
         a = photos[k] if k is not None else lfw[j].astype(np.float32)
-        patches.append(_patch(_to_rgb(a, rng), rng, size))
+        patches.append(_patch(a, rng, size))
     return torch.from_numpy(np.stack(patches))
 
 # %% ../../nbs/papers/bgaugment_background_bias.ipynb #776ae27e
@@ -433,7 +422,6 @@ def load_real_data(data_root, folders: dict, size: int = 64, binarize: bool = Fa
                      dict(size=size, skipped=skipped, datasets=list(found), files=len(rel)))
     return src, datasets, skipped, banks
 
-# %% ../../nbs/papers/bgaugment_background_bias.ipynb #ba329033
 # the folders only this paper reads; `paperlib list --data-root` judges them (and cub2011, cars196: the library's) once
 SOP = register_dataset(Dataset("Stanford_Online_Products", "Stanford Online Products: 120,053 photos of 22,634 products",
                                tuple(SOP_LAYOUTS.values())))
@@ -585,11 +573,14 @@ def gate_room_score(score_most: float, ceiling: float = SCORE_CEILING) -> bool:
     return bool(np.isfinite(score_most) and score_most <= ceiling)
 
 # %% ../../nbs/papers/bgaugment_background_bias.ipynb #2ffc8573
+@rule(passes=dict(drop=[10, 6], std=[1, 1]), fails=dict(drop=[10, 4], std=[1, 1]))
 def rule_bias(drop, std, k: float = BIAS_K) -> bool:
     "C1: every drop > 0 and > k x its standard deviation over the corruption draws."
     drop, std = np.asarray(drop, float), np.asarray(std, float)
     return bool(len(drop) > 0 and ((drop > 0) & (drop > k * std)).all())
 
+@rule(passes=dict(drops_by_setting=[1, 5], rho=[0, 0, 0, .9, .9, .9], drops=[1, 2, 0, 5, 6, 7]),
+      fails=dict(drops_by_setting=[1, 5], rho=[0, .9, 0, .9], drops=[5, 1, 6, 2]))
 def rule_drop_grows(drops_by_setting, rho=None, drops=None, alpha: float = ALPHA) -> bool:
     "C2/C3: mean drops (ordered from least to most biased) increase strictly; with `rho`/`drops` points also Spearman p < alpha."
     d = np.asarray(drops_by_setting, float)
@@ -599,15 +590,16 @@ def rule_drop_grows(drops_by_setting, rho=None, drops=None, alpha: float = ALPHA
         ok = bool(spearmanr(rho, drops, alternative="greater").pvalue < alpha)
     return ok
 
+@rule(passes=dict(corrupted=[2, 3], random=[1, 1]), fails=dict(corrupted=[2, 1], random=[1, 1]))
 def rule_above_random(corrupted, random) -> bool:
     "C5: every corrupted MAP@R > its random reference (the largest of the random draws of its test set)."
     corrupted, random = np.asarray(corrupted, float), np.asarray(random, float)
     return bool(len(corrupted) > 0 and (corrupted > random).all())
 
 # %% ../../nbs/papers/bgaugment_background_bias.ipynb #15a37a6d
+@rule(passes=dict(gain=[2, 2.5, 3, 2.2]), fails=dict(gain=[5, 0.01, 0.01, -4]))
 def rule_bgaugment_wins(gain, share: float = WIN_SHARE, gain_most=None, alpha: float = ALPHA) -> bool:
-    """C6: BGAugment corrupted - base corrupted > 0 in >= `share` of the cells and the one-sided 95% lower bound of the mean
-    gain above 0 (`stats.beats`: a tie never wins); with `gain_most` (five losses) also a sign test and 4/5 losses there."""
+    "C6: gain > 0 in >= `share` of the cells and `stats.beats(gain)`; with `gain_most` also a sign test and 4/5 losses there."
     g = np.asarray(gain, float)
     ok = bool(len(g) > 0 and (g > 0).mean() >= share and beats(g)["passed"] is True)
     if ok and gain_most is not None:
@@ -617,18 +609,20 @@ def rule_bgaugment_wins(gain, share: float = WIN_SHARE, gain_most=None, alpha: f
               and int((gm > 0).sum()) >= losses_needed(len(gm)))
     return bool(ok)
 
+@rule(passes=dict(delta_clean=[-0.5, 0.3, 0.1, -0.2]), fails=dict(delta_clean=[-1.5, 1.5, -1.5, 1.5]))
 def rule_clean_kept(delta_clean, tol: float = CLEAN_TOL):
-    """C7: BGAugment is not worse than base on clean MAP@R: the one-sided 95% lower bound of the mean of
-    BGAugment clean - base clean over the (loss, seed) pairs lies above -`tol` points (`stats.not_worse`; None below two pairs)."""
+    "C7: BGAugment clean - base clean over the (loss, seed) pairs is `stats.not_worse` at margin `tol` points (None below two)."
     return not_worse(np.asarray(delta_clean, float), tol)["passed"]
 
+@rule(passes=dict(delta_clean=[-5, -6, -4.5]), fails=dict(delta_clean=[0, 0, 0]))
 def rule_clean_lowered(delta_clean):
     "C8: base beats BGAugment on clean MAP@R: the 95% lower bound of mean(base - BGAugment) over the (loss, seed) pairs > 0."
     return beats(-np.asarray(delta_clean, float))["passed"]
 
+@rule(passes=dict(drop_base=[[30, 28, 31], [0.2, 0.3]], drop_bga=[[5, 6, 4], [0.9, 0.5]]),
+      fails=dict(drop_base=[[30, 28], [0.2, 0.1]], drop_bga=[[31, 29], [0.1, 0.2]]))
 def rule_gap_shrinks(drop_base, drop_bga, removed: float = GAP_REMOVED):
-    """C9, per setting (lists of per-(loss, seed) drops): the base drop beats the BGAugment drop (`stats.beats`), or the
-    mean BGAugment drop is within +-`removed` points of 0 (the paper's 'nearly removed'); every setting must pass."""
+    "C9, every setting (lists of per-(loss, seed) drops): base drop `stats.beats` BGAugment drop, or |mean BGAugment drop| <= `removed`."
     if not len(drop_base): return None
     out = [beats(np.asarray(b, float) - np.asarray(a, float))["passed"] is True or abs(float(np.mean(a))) <= removed
            for b, a in zip(drop_base, drop_bga)]
@@ -649,11 +643,14 @@ def score_tests(pairs) -> pd.DataFrame:
     df["p_holm"] = correct_pvalues(df.p.to_numpy(), "holm") if len(df) else []
     return df
 
+@rule(passes=dict(p_holm_most=[0.01, 0.02]), fails=dict(p_holm_most=[0.01, 0.2]))
 def rule_scores_higher(p_holm_most, alpha: float = ALPHA) -> bool:
     "C10: Holm-corrected p < alpha in the most biased setting for the losses needed."
     p = np.asarray(p_holm_most, float)
     return bool(len(p) > 0 and int((p < alpha).sum()) >= losses_needed(len(p)))
 
+@rule(passes=dict(score=[0.1, 0.2, 0.3, 0.4, 0.5], rel_drop=[0.9, 0.7, 0.5, 0.3, 0.1], test=True),
+      fails=dict(score=[0.1, 0.2, 0.3, 0.4, 0.5], rel_drop=[0.5, 0.2, 0.4, 0.1, 0.3], test=True))
 def rule_score_drop_inverse(score, rel_drop, test: bool = False, alpha: float = ALPHA) -> bool:
     "C12: Spearman(mean score, relative drop) < 0 (and one-sided p < alpha when `test`)."
     from scipy.stats import spearmanr
@@ -676,7 +673,7 @@ def table1_rows(cells: list, random_levels: dict | None = None) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 def per_seed(df: pd.DataFrame, rule) -> dict:
-    "{seed: rule(rows of that seed)}: a claim's per-seed outcomes."
+    "{seed: rule(rows of that seed)}: a claim's per-seed outcomes, or the per-seed inputs of its `rule_fn`."
     return {int(s): rule(g) for s, g in df.groupby("seed", sort=True)}
 
 # %% ../../nbs/papers/bgaugment_background_bias.ipynb #b0bd35c5

@@ -15,30 +15,29 @@ from torch import nn
 from scipy import stats as sps
 
 from ..core import parallel_map
-from ..data import Column, Layout, DataError, DataSource, read_table, fingerprint_real
-from ..datasets import Dataset, register_dataset
+from ..data import DataError, DataSource, fingerprint_real
+from ..datasets import (SALIENT_FOLDER as FOLDER, TASKS_FOLDER as TASK_FOLDER, SALIENT_REASONS as REASONS,
+                               MINORITY_TASKS as TASKS, read_salient_facts, read_minority_tasks)
 from ..stats import correct_pvalues, paired_diff_test, beats, not_worse
 from ..report import rule
 from ..text import (load_minilm, load_wordpiece, wordpieces, is_single_piece, EmbeddingCache, wordpiece_sets,
                            jaccard_matrix, idf, top_idf, f1_pos, f1_threshold_search, SnapshotTrainer)
 
 # %% auto #0
-__all__ = ['LEXICONS', 'UNCOMMON', 'REASONS', 'REASON_MIX', 'NEG_TEMPLATES', 'NEG_NUMBER', 'NEG_UNCOMMON', 'POS_TEMPLATES',
-           'POS_KIND_MIX', 'EXPERT_TEMPLATES', 'POS_PRODUCT', 'NEG_PRODUCT', 'BOOK_TEXT', 'SUGG_POS', 'SUGG_NEG',
-           'SUGG_HARD_POS', 'SUGG_HARD_NEG', 'NEG_NUMBER_HARD', 'NEG_UNCOMMON_HARD', 'NEG_FRAME', 'POS_REVIEW',
-           'WORDY_EXTRA', 'EASY', 'HARD', 'HARDER', 'LADDER', 'SIM_LEVEL', 'TASK_LEVEL', 'QUANTITY_WORDS',
-           'TAG_TARGETS', 'TASKS', 'TASK_RATES', 'TASK_TRAIN', 'TASK_EASY', 'TASK_HARD', 'FOLDER', 'TASK_FOLDER',
-           'LABEL', 'COMPANY_LAYOUT', 'PRODUCT_LAYOUT', 'TASK_LAYOUT', 'MODEL_DIRS', 'DATASETS', 'TAGS', 'NOUNS',
-           'QUANTITY_LIST', 'SYNONYMS', 'ONE_SEED', 'F1_CEILING', 'TASK_CEILING', 'MATCH_MARGIN', 'F1_BAND',
-           'TASK_BAND', 'PAPER', 'DATASET_NAMES', 'SimConfig', 'sim_config', 'SalientSim', 'word_tokens',
-           'has_quantity', 'tag_rates', 'task_hardness', 'make_task', 'read_lines', 'stratified_split',
-           'load_real_data', 'local_models', 'write_tiny_dataset', 'enrich', 'attribute_words', 'editor_oracle',
-           'uncommon_list', 'HeadConfig', 'mlp_head', 'val_split', 'uda_loss', 'fit_scorer', 'fit_linear', 'piece_ids',
-           'compact_ids', 'KimCNN', 'BiLSTM', 'candidates', 'avg_dist', 'textual_affinity', 'rerank', 'propagate',
-           'eda', 'textrank', 'kmeans_centroids', 'longest', 'top_k', 'one_sided_paired_p', 'lm_beats_classical',
-           'enrichment_helps', 'lp_helps', 'pseudo_label_sanity', 'transfer_richer', 'band_margin', 'in_band',
-           'has_headroom', 'small_data_matches', 'mechanism_holds', 'enrichment_with_mechanism', 'experts_ranked_high',
-           'recall_gain']
+__all__ = ['LEXICONS', 'UNCOMMON', 'REASON_MIX', 'NEG_TEMPLATES', 'NEG_NUMBER', 'NEG_UNCOMMON', 'POS_TEMPLATES', 'POS_KIND_MIX',
+           'EXPERT_TEMPLATES', 'POS_PRODUCT', 'NEG_PRODUCT', 'BOOK_TEXT', 'SUGG_POS', 'SUGG_NEG', 'SUGG_HARD_POS',
+           'SUGG_HARD_NEG', 'NEG_NUMBER_HARD', 'NEG_UNCOMMON_HARD', 'NEG_FRAME', 'POS_REVIEW', 'WORDY_EXTRA', 'EASY',
+           'HARD', 'HARDER', 'LADDER', 'SIM_LEVEL', 'TASK_LEVEL', 'QUANTITY_WORDS', 'TAG_TARGETS', 'TASK_RATES',
+           'TASK_TRAIN', 'TASK_EASY', 'TASK_HARD', 'MODEL_DIRS', 'DATASETS', 'TAGS', 'NOUNS', 'QUANTITY_LIST',
+           'SYNONYMS', 'ONE_SEED', 'F1_CEILING', 'TASK_CEILING', 'MATCH_MARGIN', 'F1_BAND', 'TASK_BAND', 'PAPER',
+           'DATASET_NAMES', 'SimConfig', 'sim_config', 'SentenceDraws', 'SalientSim', 'word_tokens', 'has_quantity',
+           'tag_rates', 'task_hardness', 'make_task', 'stratified_split', 'load_real_data', 'local_models',
+           'write_tiny_dataset', 'enrich', 'attribute_words', 'editor_oracle', 'uncommon_list', 'HeadConfig',
+           'mlp_head', 'val_split', 'uda_loss', 'fit_scorer', 'fit_linear', 'piece_ids', 'compact_ids', 'KimCNN',
+           'BiLSTM', 'candidates', 'avg_dist', 'textual_affinity', 'rerank', 'propagate', 'eda', 'textrank',
+           'kmeans_centroids', 'longest', 'top_k', 'one_sided_paired_p', 'lm_beats_classical', 'enrichment_helps',
+           'lp_helps', 'pseudo_label_sanity', 'transfer_richer', 'band_margin', 'in_band', 'has_headroom',
+           'small_data_matches', 'mechanism_holds', 'enrichment_with_mechanism', 'experts_ranked_high', 'recall_gain']
 
 # %% ../../nbs/papers/salient_facts.ipynb #86f05a2f
 LEXICONS = dict(
@@ -104,7 +103,6 @@ LEXICONS = dict(
 UNCOMMON = [(kind, a) for kind, lst in LEXICONS["uncommon_attributes"].items() for a in lst]
 
 # %% ../../nbs/papers/salient_facts.ipynb #ed28a9d4
-REASONS = ("noquantity", "personal", "common", "noattribute", "incomplete", "sentimental", "invalid", "irrelevant")
 REASON_MIX = dict(noquantity=0.25, sentimental=0.20, common=0.15, personal=0.15, irrelevant=0.10, incomplete=0.06,
                   noattribute=0.05, invalid=0.04)       # an assumption: Figure 1 gives the shares only as a graphic
 
@@ -260,8 +258,30 @@ TASK_LEVEL = 0.0    # the minority tasks' difficulty, chosen the same way
 
 _JUNK = "abcdefhijlmnorstuvwy"     # no g, k, x, p: single letters that are units
 
-class SalientSim:
-    "Company-review sentences with hidden salient labels, reasons and attribute metadata; every draw keyed by (seed, stream)."
+def _number(r, key: str) -> str:
+    "A number for template slot `key`: n (a count), m (a few), p (a percentage), k (an amount), else r (a range)."
+    if key == "n": return str(int(r.choice([2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 24, 25, 30, 50, 100])))
+    if key == "m": return str(int(r.integers(2, 11)))
+    if key == "p": return str(int(r.choice(np.arange(10, 101, 5))))
+    if key == "k": return str(int(r.choice([200, 500, 1000, 1500, 2000, 5000, 10000])))
+    lo = int(r.integers(4, 20)); return f"{lo}-{lo + int(r.integers(2, 6))}"
+
+def _pick(r, hard_share: float, easy, hard):
+    "A template of `hard` with probability `hard_share`, else of `easy`."
+    ts = hard if (hard_share > 0 and r.random() < hard_share) else easy
+    return ts[r.integers(len(ts))]
+
+def _junk(r) -> str:
+    "3-7 'words' of 1-3 random letters (none of them a unit): a sentence of noise."
+    return " ".join("".join(r.choice(list(_JUNK), int(r.integers(1, 4)))) for _ in range(int(r.integers(3, 8))))
+
+def _positive_kinds(wordy: float) -> dict:
+    "POS_KIND_MIX with the share of 'wordy' positives set to `wordy`, the other kinds rescaled to the rest."
+    rest = 1 - POS_KIND_MIX["wordy"]
+    return {k: (wordy if k == "wordy" else v * (1 - wordy) / rest) for k, v in POS_KIND_MIX.items()}
+
+class SentenceDraws:
+    "One review sentence at a time, salient or not, with its reason and attributes; every draw keyed by (seed, stream)."
     def __init__(self, cfg: SimConfig = SimConfig(), seed: int = 0):
         self.cfg, self.seed = cfg, int(seed)
         r = self.rng(0)
@@ -273,18 +293,10 @@ class SalientSim:
 
     def rng(self, *stream) -> np.random.Generator: return np.random.default_rng([self.seed, *stream])
 
-    # -- fillers
     def _attr(self, r, seen_only=False) -> str:
         while True:
             a = self.order[r.choice(len(self.order), p=self.p_attr)]
             if not (seen_only and a in self.unseen): return a
-
-    def _num(self, r, key: str) -> str:
-        if key == "n": return str(int(r.choice([2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 24, 25, 30, 50, 100])))
-        if key == "m": return str(int(r.integers(2, 11)))
-        if key == "p": return str(int(r.choice(np.arange(10, 101, 5))))
-        if key == "k": return str(int(r.choice([200, 500, 1000, 1500, 2000, 5000, 10000])))
-        lo = int(r.integers(4, 20)); return f"{lo}-{lo + int(r.integers(2, 6))}"      # "r": a range
 
     def _fill(self, r, template: str, seen_only=False, feats=None, topics=None) -> tuple[str, list]:
         used = []
@@ -294,32 +306,25 @@ class SalientSim:
             if k == "adj": return str(r.choice(LEXICONS["sentiment_adjs"]))
             if k in ("c", "C"):
                 w = str(r.choice(LEXICONS["common_attributes"])); return w.capitalize() if k == "C" else w
-            if k == "junk":
-                return " ".join("".join(r.choice(list(_JUNK), int(r.integers(1, 4)))) for _ in range(int(r.integers(3, 8))))
+            if k == "junk": return _junk(r)
             if k == "f": return str(r.choice(feats))
             if k in ("t", "t2"): return str(r.choice(topics))
-            return self._num(r, k)
+            return _number(r, k)
         return re.sub(r"\{(\w+)\}", sub, template), used
-
-    # -- sentences
-    def _pick(self, r, easy, hard):
-        ts = hard if (self.cfg.hard_share > 0 and r.random() < self.cfg.hard_share) else easy
-        return ts[r.integers(len(ts))]
 
     def negative(self, r) -> dict:
         u, c = r.random(), self.cfg
         if u < c.neg_uncommon:
-            reason, t = self._pick(r, NEG_UNCOMMON, NEG_UNCOMMON_HARD)
+            reason, t = _pick(r, c.hard_share, NEG_UNCOMMON, NEG_UNCOMMON_HARD)
         elif u < c.neg_uncommon + c.neg_number:
-            reason, t = self._pick(r, NEG_NUMBER, NEG_NUMBER_HARD)
+            reason, t = _pick(r, c.hard_share, NEG_NUMBER, NEG_NUMBER_HARD)
         elif u < c.neg_uncommon + c.neg_number + c.book_rate:
             reason, t = "irrelevant", BOOK_TEXT
         elif u < c.neg_uncommon + c.neg_number + c.book_rate + c.neg_frame:
             reason, t = NEG_FRAME[r.integers(len(NEG_FRAME))]
         elif u < c.neg_uncommon + c.neg_number + c.book_rate + c.neg_frame + c.neg_borderline:
             # a borderline sentence: written like a salient one, judged not salient by the annotator (kappa 0.9 in the paper)
-            p = self.positive(r)
-            return dict(p, label=0, reason="common", kind="")
+            return dict(self.positive(r), label=0, reason="common", kind="")
         else:
             reason = str(r.choice(list(REASON_MIX), p=list(REASON_MIX.values())))
             ts = NEG_TEMPLATES[reason]; t = ts[r.integers(len(ts))]
@@ -327,8 +332,7 @@ class SalientSim:
         return dict(sentence=s, label=0, reason=reason, kind="", attributes=used)
 
     def positive(self, r, seen_only=False) -> dict:
-        w = self.cfg.pos_wordy; rest = 1 - POS_KIND_MIX["wordy"]
-        mix = {k: (w if k == "wordy" else v * (1 - w) / rest) for k, v in POS_KIND_MIX.items()}
+        mix = _positive_kinds(self.cfg.pos_wordy)
         kind = str(r.choice(list(mix), p=list(mix.values())))
         if kind == "wordy": ts = POS_TEMPLATES["wordy"] + WORDY_EXTRA
         elif self.cfg.pos_review > 0 and r.random() < self.cfg.pos_review: ts = POS_REVIEW[kind]
@@ -336,6 +340,8 @@ class SalientSim:
         s, used = self._fill(r, ts[r.integers(len(ts))], seen_only)
         return dict(sentence=s, label=1, reason="salient", kind=kind, attributes=used)
 
+class SalientSim(SentenceDraws):
+    "Company-review sentences with hidden salient labels, reasons and attribute metadata: the companies, pool, experts, products."
     def _frame(self, rows, **cols) -> pd.DataFrame:
         df = pd.DataFrame(rows)
         for k, v in cols.items(): df[k] = v
@@ -409,7 +415,6 @@ def tag_rates(df: pd.DataFrame) -> dict:
                 uncommon_neg=neg.uncommon.mean(), quantity_neg=neg.quantity.mean())
 
 # %% ../../nbs/papers/salient_facts.ipynb #9e5a1379
-TASKS = ("SUGG", "HOTEL", "SENT", "PARA")
 TASK_RATES = dict(SUGG=0.26, HOTEL=0.05, SENT=0.10, PARA=0.17)
 TASK_TRAIN = dict(SUGG=8500, HOTEL=6000, SENT=9100, PARA=5200)          # the paper's training sizes; test = train / 4
 
@@ -448,37 +453,9 @@ def make_task(task: str, n_train: int, n_test: int, seed: int, hard: tuple | Non
     return one(n_train), one(n_test)
 
 # %% ../../nbs/papers/salient_facts.ipynb #e2fb5b24
-FOLDER, TASK_FOLDER = "salient_facts", "minority_tasks"
-LABEL = Column("label", choices=(0, 1), kind="int", doc="1 = salient (or positive), 0 = not")
-COMPANY_LAYOUT = Layout(
-    "company reviews", "one review sentence per row, labelled (one file per company, e.g. google.csv)",
-    [Column("sentence", doc="the sentence"), LABEL,
-     Column("reason", choices=REASONS, allow_empty=True, doc="optional column: why a sentence is not salient")],
-    index="{company}.csv", folder=FOLDER)
-PRODUCT_LAYOUT = Layout(
-    "product reviews", "review sentences of one product; label optional (needed for the Table 7 ratios)",
-    [Column("sentence"), LABEL], index="product/{product}.csv", folder=FOLDER, required=False)
-TASK_LAYOUT = Layout(
-    "minority-comment task", "one text per row, labelled", [Column("text"), LABEL],
-    index="{task}/{train,test}.csv", folder=TASK_FOLDER, required=False)
+# the folders, the reasons of the `reason` column and the task names are the library's (`paperlib.datasets`): FOLDER,
+# TASK_FOLDER, REASONS and TASKS above; what is the paper's: the split, the expert pairing and SalientSim's frames
 MODEL_DIRS = {"BERT": "bert-base-uncased", "ALBERT": "albert-base-v2", "RoBERTa": "roberta-base"}
-
-def _read_csv(path: Path, required=("sentence", "label"), optional=("reason",)) -> pd.DataFrame:
-    "A labelled CSV with the `required` columns and those of `optional` that its header has, validated."
-    cols = {c.name: c for c in COMPANY_LAYOUT.columns + TASK_LAYOUT.columns}
-    if not path.is_file(): raise DataError(f"missing file {path}")
-    head = path.read_text(encoding="utf-8-sig").splitlines()[:1]
-    names = [h.strip() for h in head[0].split(",")] if head else []
-    use = [cols[n] for n in required] + [cols[n] for n in optional if n in names]
-    return read_table(path, use)
-
-def read_lines(path: Path) -> list[str]:
-    "The non-blank lines of a UTF-8 text file; an empty file is refused with its path."
-    if not path.is_file(): raise DataError(f"missing file {path}")
-    try: lines = [l.strip() for l in path.read_text(encoding="utf-8-sig").splitlines() if l.strip()]
-    except UnicodeDecodeError: raise DataError(f"{path}: not UTF-8 text; save the file as UTF-8") from None
-    if not lines: raise DataError(f"{path} is empty: it needs one sentence per line")
-    return lines
 
 def stratified_split(labels, test_share: float, seed: int) -> np.ndarray:
     "'train'/'test' per row, test_share of each class (rounded) in test."
@@ -489,45 +466,26 @@ def stratified_split(labels, test_share: float, seed: int) -> np.ndarray:
     return out
 
 def load_real_data(root, task_root=None, seed: int = 0, test_share: float = 0.2) -> tuple[DataSource, dict]:
-    "The paper's layout under `root` (= <data_root>/salient_facts) and optionally `task_root`: the same dict as `SalientSim.generate`."
+    "`datasets.read_salient_facts(root)` (and the tasks under `task_root`) as the same dict as `SalientSim.generate`."
     root = Path(root)
-    if not root.is_dir(): raise DataError(f"data folder {root} does not exist")
-    companies = sorted(p for p in root.glob("*.csv"))
-    if not companies: raise DataError(f"{root}: no company file; expected {{company}}.csv with columns sentence, label[, reason]")
+    r = read_salient_facts(root)
     labelled = []
-    for p in companies:
-        df = _read_csv(p)
-        if df.label.sum() == 0: raise DataError(f"{p}: no sentence labelled 1; a company needs salient examples to train on")
-        df["company"], df["split"] = p.stem, stratified_split(df.label, test_share, seed)
+    for c, df in r["companies"].items():
+        df["company"], df["split"] = c, stratified_split(df.label, test_share, seed)
         if "reason" not in df: df["reason"] = None
         labelled.append(df)
     lab = pd.concat(labelled, ignore_index=True)
     for c in ("kind", "attributes", "uncommon", "quantity", "unseen"): lab[c] = None
-    pool = pd.DataFrame(dict(sentence=read_lines(root / "unlabeled.txt"), label=np.nan, company="unlabelled", split="pool"))
+    pool = pd.DataFrame(dict(sentence=r["unlabelled"], label=np.nan, company="unlabelled", split="pool"))
     exp = []
-    for p in sorted(root.glob("expert_*.txt")):
-        c = p.stem[len("expert_"):]
-        if c not in set(lab.company): raise DataError(f"{p}: no company file {c}.csv to pair these expert sentences with")
-        ex = read_lines(p)
-        neg = lab[(lab.company == c) & (lab.label == 0)].sentence
-        if len(neg) < len(ex): raise DataError(f"{p}: {len(ex)} expert sentences but only {len(neg)} non-salient sentences in {c}.csv")
-        on = neg.sample(len(ex), random_state=seed).tolist()
+    for c, ex in r["experts"].items():         # each expert sentence beside one non-salient sentence of its company
+        on = lab[(lab.company == c) & (lab.label == 0)].sentence.sample(len(ex), random_state=seed).tolist()
         exp.append(pd.DataFrame(dict(sentence=ex + on, expert=[1] * len(ex) + [0] * len(ex), company=c)))
-    prods = []
-    for p in sorted((root / "product").glob("*.csv")):
-        df = _read_csv(p, required=("sentence",), optional=("label",))
-        prods.append(df.assign(product=p.stem))
-    tasks = {}
-    if task_root is not None:
-        for t in TASKS:
-            if (Path(task_root) / t).is_dir():
-                tasks[t] = {s: _read_csv(Path(task_root) / t / f"{s}.csv", required=("text", "label"), optional=())
-                            for s in ("train", "test")}
-    files = [p.relative_to(root) for p in companies] + [Path("unlabeled.txt")] + \
-            [p.relative_to(root) for p in sorted(root.glob("expert_*.txt")) + sorted((root / "product").glob("*.csv"))]
-    src = DataSource("real", "company reviews (salient facts)", f"{len(companies)} labelled companies, "
+    prods = [df.assign(product=name) for name, df in r["products"].items()]
+    tasks = read_minority_tasks(task_root) if task_root is not None else {}
+    src = DataSource("real", "company reviews (salient facts)", f"{len(r['companies'])} labelled companies, "
                      f"{len(pool)} unlabelled sentences, {len(exp)} expert files, {len(prods)} products, tasks: {', '.join(tasks) or 'none'}",
-                     fingerprint_real(root, files), str(root), dict(companies=[p.stem for p in companies], sentences=len(lab)))
+                     fingerprint_real(root, r["files"]), str(root), dict(companies=list(r["companies"]), sentences=len(lab)))
     return src, dict(labelled=lab, pool=pool, experts=pd.concat(exp, ignore_index=True) if exp else None,
                      products=pd.concat(prods, ignore_index=True) if prods else None, tasks=tasks)
 
@@ -537,17 +495,6 @@ def local_models(data_root) -> dict:
     base = Path(data_root) / "models"
     return {k: base / v for k, v in MODEL_DIRS.items() if (base / v / "config.json").is_file()}
 
-def _check_tasks(folder):
-    "Every minority-comment task present under `folder` must have readable train.csv and test.csv."
-    for t in TASKS:
-        if (Path(folder) / t).is_dir():
-            for part in ("train", "test"): _read_csv(Path(folder) / t / f"{part}.csv", required=("text", "label"), optional=())
-
-# the folders only this paper reads, judged by `paperlib list --data-root` with the readers themselves (the company
-# files are named after their companies, so no fixed file name can stand for them)
-register_dataset(Dataset(FOLDER, "labelled review sentences per company, unlabelled and expert sentences, products",
-                         (COMPANY_LAYOUT, PRODUCT_LAYOUT), check=lambda folder: load_real_data(folder)))
-register_dataset(Dataset(TASK_FOLDER, "the minority-comment classification tasks", (TASK_LAYOUT,), check=_check_tasks))
 DATASETS = (FOLDER, TASK_FOLDER)
 
 # %% ../../nbs/papers/salient_facts.ipynb #bf2cb29f

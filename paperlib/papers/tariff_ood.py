@@ -15,18 +15,18 @@ from torch import nn
 from scipy import stats as sps
 
 from ..core import parallel_map
-from ..data import Column, Layout, DataError, DataSource, read_table, read_index, fingerprint_real
-from ..datasets import Dataset, register_dataset
+from ..data import DataError, DataSource, fingerprint_real
+from ..datasets import (POWERTAC, POWERTAC_HOURS as HOUR_COLS, POWERTAC_META as META_COLS, read_powertac,
+                               read_powertac_counterfactuals, write_tiny_powertac as write_powertac_csv)
 from ..stats import correct_pvalues, paired_diff_test, beats
 from ..report import rule
 from ..train import fit as train_fit
 
 # %% auto #0
-__all__ = ['H', 'LEVELS', 'LEVEL_NAMES', 'METHODS', 'FOLDER', 'HOUR_COLS', 'META_COLS', 'POWERTAC_LAYOUTS',
-           'COUNTERFACTUAL_LAYOUT', 'DATASETS', 'TABLE1_SETS', 'EQUIVARIANT', 'EVAL_TAUS', 'INPUTS', 'SCHEDULES',
-           'VARIANTS', 'NAMES', 'level_entropy', 'TOUData', 'load_powertac', 'write_powertac_csv', 'TOUSimConfig',
-           'TOUSim', 't_in', 't_out', 'policy_alloc', 'flat_price_load', 'tousim_data', 'counterfactual_locality',
-           'DCNN', 'attention', 'PermEquivariant', 'equivariance_error', 'is_permutation_equivariant', 'cat_embedding',
+__all__ = ['H', 'LEVELS', 'LEVEL_NAMES', 'METHODS', 'FOLDER', 'DATASETS', 'TABLE1_SETS', 'EQUIVARIANT', 'EVAL_TAUS', 'INPUTS',
+           'SCHEDULES', 'VARIANTS', 'NAMES', 'level_entropy', 'TOUData', 'load_powertac', 'TOUSimConfig', 'TOUSim',
+           't_in', 't_out', 'policy_alloc', 'flat_price_load', 'tousim_data', 'counterfactual_locality', 'DCNN',
+           'attention', 'PermEquivariant', 'equivariance_error', 'is_permutation_equivariant', 'cat_embedding',
            'IQNEmbedding', 'TOUForecaster', 'tariff_branch_diagram', 'tariff_branch_error', 'pinball_loss',
            'znorm_stats', 'make_windows', 'window_sets', 'naive_window_aql', 'predict', 'window_aql', 'fit_forecaster',
            'price_options', 'gain', 'greedy_allocation', 'realized_gains', 'oracle_gains', 'method_arch',
@@ -48,44 +48,7 @@ def level_entropy(profiles) -> np.ndarray:
         return -np.nansum(np.where(freq > 0, freq * np.log(freq), 0.0), 1)
 
 # %% ../../nbs/papers/tariff_ood.ipynb #4a015b40
-FOLDER = "powertac"
-HOUR_COLS = [f"h{h:02d}" for h in range(H)]
-# consumer_meta.csv column -> (TOUSim's name for the attribute, kind): Table 1's rows
-META_COLS = dict(sub_consumers=("n_sub", "int"), working_days=("work_days", "int"), work_start=("start", "int"),
-                 break_start=("brk", "int"), work_duration=("duration", "int"), shiftable_kw=("shift_kW", "float"))
-
-def _layout(name, description, columns, index, **kw) -> Layout:
-    return Layout(name, description, columns, index=index, folder=FOLDER, **kw)
-
-POWERTAC_LAYOUTS = [
-    _layout("consumption", "hourly consumption of each consumer", [
-        Column("timestamp", kind="timestamp", doc="start of the hour, ISO 8601 (e.g. 2021-01-04 13:00)"),
-        Column("consumer_id", doc="any text"), Column("kwh", kind="float", doc="energy in that hour, finite and >= 0")],
-        "consumption.csv", key="consumer_id", unique=(("consumer_id", "timestamp"),)),
-    _layout("tariff_allocations", "the profile each consumer had on each day", [
-        Column("date", kind="timestamp", doc="the day, YYYY-MM-DD"), Column("consumer_id", doc="a consumer of consumption.csv"),
-        Column("profile_id", doc="a profile of profiles.csv")], "tariff_allocations.csv", key="consumer_id",
-        unique=(("consumer_id", "date"),)),
-    _layout("profiles", "the tariff profiles: T_in (split in) and T_out (split out)", [
-        Column("profile_id"), Column("split", ("in", "out")),
-        *[Column(c, kind="float", doc=f"rate of hour {h}") for h, c in enumerate(HOUR_COLS)]],
-        "profiles.csv", key="profile_id", unique=("profile_id",)),
-    _layout("weather", "optional hourly weather (validated; the forecasters do not use it)", [
-        Column("timestamp", kind="timestamp"), Column("temperature", kind="float")], "weather.csv", required=False,
-        unique=("timestamp",)),
-    _layout("consumer_meta", "optional consumer attributes, the rows of Table 1 (an empty cell is an unknown value)", [
-        Column("consumer_id", doc="a consumer of consumption.csv"),
-        *[Column(c, kind=k, allow_empty=True, doc=f"Table 1: {c.replace('_', ' ')}") for c, (_, k) in META_COLS.items()]],
-        "consumer_meta.csv", key="consumer_id", required=False, unique=("consumer_id",)),
-]
-COUNTERFACTUAL_LAYOUT = _layout(
-    "counterfactual", "test-month consumption of every consumer under every T_all profile (PowerTAC re-run with forced "
-    "allocations); every counterfactual/*.csv", [Column("timestamp", kind="timestamp"), Column("consumer_id"),
-    Column("kwh", kind="float"), Column("profile_id")], "counterfactual/*.csv", key="consumer_id", required=False,
-    unique=(("profile_id", "consumer_id", "timestamp"),))
-# the folder only this paper reads, judged by `paperlib list --data-root` against its tables
-register_dataset(Dataset(FOLDER, "a PowerTAC run: hourly consumption, tariff allocations and profiles",
-                         (*POWERTAC_LAYOUTS, COUNTERFACTUAL_LAYOUT)))
+FOLDER = POWERTAC.folder      # the library's dataset (`paperlib.datasets`): layouts, reader, tiny writer
 DATASETS = (FOLDER,)
 
 # %% ../../nbs/papers/tariff_ood.ipynb #084b237f
@@ -115,171 +78,29 @@ class TOUData:
     @property
     def test_days(self): return np.arange(self.split[1], self.n_days)
 
-def _where(path, df: pd.DataFrame, i: int, key: str | None = None) -> str:
-    "'<file>, row <line> (<key> <value>)' for row i of a table read by `read_table`."
-    return f"{path}, row {df.attrs['lines'][i]}" + (f" ({key} {str(df[key].iloc[i])!r})" if key else "")
-
-def _check_rows(path, df: pd.DataFrame, bad, column: str, what: str, key: str | None = None):
-    "A DataError naming file, row and column at the first row where `bad` holds."
-    bad = np.asarray(bad, bool)
-    if bad.any():
-        i = int(np.argmax(bad))
-        raise DataError(f"{_where(path, df, i, key)}, column {column!r}: {str(df[column].iloc[i])!r} {what}")
-
-def _hour_columns_check(path: Path):
-    "profiles.csv must have exactly the hour columns h00 ... h23 (missing, extra or misnumbered hours are named)."
-    import csv
-    try: first = path.read_text(encoding="utf-8-sig").splitlines()[:1]
-    except (OSError, UnicodeDecodeError): return                  # read_table reports these with the row
-    if not first: return
-    header = [h.strip() for h in next(csv.reader(first))]
-    hours = [h for h in header if len(h) >= 2 and h[0] == "h" and h[1:].isdigit()]
-    if hours != HOUR_COLS:
-        shown = f"{', '.join(hours[:3])} ... {', '.join(hours[-2:])}" if len(hours) > 5 else ", ".join(hours)
-        raise DataError(f"{path}, row 1 (header): a profile has 24 hourly rates h00 ... h23, but the header has "
-                        f"{len(hours)} hour column(s) ({shown})")
-
-def _read_hourly(path: Path, layout: Layout) -> pd.DataFrame:
-    "A consumption-like table: timestamps at the start of an hour, finite non-negative energies."
-    df = read_index(path, layout)
-    _check_rows(path, df, df.timestamp != df.timestamp.dt.floor("h"), "timestamp", "is not the start of an hour", "consumer_id")
-    _check_rows(path, df, ~np.isfinite(df.kwh.to_numpy(float)) | (df.kwh.to_numpy(float) < 0), "kwh",
-                "is not a finite energy >= 0", "consumer_id")
-    return df
-
-def _hourly_matrix(df: pd.DataFrame, where: str, consumers=None, days=None):
-    "(consumers, days, E (C, D, 24)) from long hourly rows; a gap names the consumer and the first missing hour."
-    out, spans = {}, {}
-    for cid, g in df.groupby("consumer_id", sort=False):
-        ts = pd.DatetimeIndex(g.timestamp).sort_values()
-        first = ts[0].normalize() if days is None else days[0]
-        last = (ts[-1].normalize() if days is None else days[-1]) + pd.Timedelta(hours=23)
-        full = pd.date_range(first, last, freq="h")
-        missing = full.difference(ts)
-        if len(missing):
-            raise DataError(f"{where}: consumer {cid!r} has gaps in its hourly series; first missing timestamp "
-                            f"{missing[0]} ({len(missing)} hour(s) missing between {full[0]} and {full[-1]})")
-        out[cid] = g.set_index("timestamp").kwh.reindex(full).to_numpy(float).reshape(-1, H)
-        spans[cid] = (first, last)
-    ids = list(out) if consumers is None else list(consumers)
-    for cid in ids:
-        if cid not in out: raise DataError(f"{where}: consumer {cid!r} has no rows")
-    ref = spans[ids[0]]
-    for cid in ids:
-        if spans[cid] != ref:
-            raise DataError(f"{where}: consumer {cid!r} covers {spans[cid][0].date()} to {spans[cid][1].date()}, "
-                            f"but {ids[0]!r} covers {ref[0].date()} to {ref[1].date()}; every consumer needs the same days")
-    return ids, pd.date_range(ref[0], ref[1].normalize(), freq="D"), np.stack([out[c] for c in ids])
-
-def _counterfactuals(root: Path, pid: dict, consumers: list, test_days, n_profiles: int):
-    "(files, E_cf (C, T, P, 24) with NaN where a profile has no counterfactual) from counterfactual/*.csv."
-    files = sorted((root / "counterfactual").glob("*.csv")) if (root / "counterfactual").is_dir() else []
-    if not files: return [], None
-    parts = []
-    for f in files:
-        df = _read_hourly(f, COUNTERFACTUAL_LAYOUT)
-        _check_rows(f, df, ~df.profile_id.isin(list(pid)), "profile_id", "is not a profile_id of profiles.csv", "consumer_id")
-        _check_rows(f, df, ~df.consumer_id.isin(consumers), "consumer_id", "has no rows in consumption.csv")
-        parts.append(df.assign(file=str(f), line=df.attrs["lines"]))
-    cf = pd.concat(parts, ignore_index=True)
-    dup = cf.duplicated(["profile_id", "consumer_id", "timestamp"], keep="first").to_numpy()
-    if dup.any():                                                      # the same hour in two files
-        r = cf.iloc[int(np.argmax(dup))]
-        o = cf[(cf.profile_id == r.profile_id) & (cf.consumer_id == r.consumer_id) & (cf.timestamp == r.timestamp)].iloc[0]
-        raise DataError(f"{r.file}, row {r.line}, columns 'profile_id' + 'consumer_id' + 'timestamp': "
-                        f"{r.profile_id!r}, {r.consumer_id!r}, '{r.timestamp}' repeats {o.file} row {o.line}")
-    E_cf = np.full((len(consumers), len(test_days), n_profiles, H), np.nan)
-    cf = cf[cf.timestamp >= test_days[0]]
-    for p, g in cf.groupby("profile_id", sort=False):
-        _, _, M = _hourly_matrix(g, f"{root / 'counterfactual'} (profile {p!r})", consumers, test_days)
-        E_cf[:, :, pid[p]] = M
-    return files, E_cf
-
 def load_powertac(root, split_frac=(4 / 6, 5 / 6)) -> tuple:
-    "(DataSource, TOUData) of a PowerTAC CSV export in folder `root`; a DataError names the file, row and column."
+    "(DataSource, TOUData) of a PowerTAC CSV export in folder `root` (`datasets.read_powertac`: a DataError names file, row, column)."
     root = Path(root)
-    if not root.is_dir():
-        raise DataError(f"data folder {root} does not exist (a PowerTAC export needs consumption.csv, "
-                        "tariff_allocations.csv and profiles.csv)")
-    _hour_columns_check(root / "profiles.csv")
-    read = [l for l in POWERTAC_LAYOUTS if l.required or (root / l.index).exists()]
-    t = {l.name: _read_hourly(root / l.index, l) if l.name == "consumption" else read_index(root / l.index, l) for l in read}
-    path = {l.name: root / l.index for l in read}
-    prof = t["profiles"]
-    for c in HOUR_COLS:
-        _check_rows(path["profiles"], prof, ~np.isfinite(prof[c].to_numpy(float)), c, "is not a finite rate", "profile_id")
-    if not (prof.split == "in").any():
-        raise DataError(f"{path['profiles']}: no profile has split 'in'; the history's profiles T_in are needed")
-    pid = {p: i for i, p in enumerate(prof.profile_id)}
-    consumers, days, E = _hourly_matrix(t["consumption"], str(path["consumption"]))
-    al = t["tariff_allocations"]
-    _check_rows(path["tariff_allocations"], al, ~al.profile_id.isin(list(pid)), "profile_id",
-                "is not a profile_id of profiles.csv", "consumer_id")
-    _check_rows(path["tariff_allocations"], al, ~al.consumer_id.isin(consumers), "consumer_id", "has no rows in consumption.csv")
-    _check_rows(path["tariff_allocations"], al, al.date != al.date.dt.normalize(), "date", "is not a date (it has a time of day)",
-                "consumer_id")
-    key = {(c, d): pid[p] for c, d, p in zip(al.consumer_id, al.date, al.profile_id)}
-    alloc = np.full(E.shape[:2], -1)
-    for ci, c in enumerate(consumers):
-        for di, d in enumerate(days):
-            if (c, d) not in key:
-                raise DataError(f"{path['tariff_allocations']}: consumer {c!r} has no allocation for {d.date()}")
-            alloc[ci, di] = key[(c, d)]
-    meta = None
-    if "consumer_meta" in t:
-        m = t["consumer_meta"]
-        _check_rows(path["consumer_meta"], m, ~m.consumer_id.isin(consumers), "consumer_id", "has no rows in consumption.csv")
-        meta = pd.DataFrame({"consumer_id": consumers}).merge(
-            m.rename(columns={c: n for c, (n, _) in META_COLS.items()}), on="consumer_id", how="left")
+    r = read_powertac(root)
+    E, days, prof, t = r["E"], r["days"], r["profiles"], r["tables"]
     D = len(days)
     split = (int(D * split_frac[0]), int(D * split_frac[1]))
     if split[0] <= 7 or split[1] <= split[0] or split[1] >= D:
-        raise DataError(f"{path['consumption']}: {D} days are too few for a week of history, training, validation "
+        raise DataError(f"{r['paths']['consumption']}: {D} days are too few for a week of history, training, validation "
                         "and test days")
     P = prof[HOUR_COLS].to_numpy(float)
-    cf_files, E_cf = _counterfactuals(root, pid, consumers, days[split[1]:], len(P))
+    cf_files, E_cf = read_powertac_counterfactuals(root, r["pid"], r["consumers"], days[split[1]:], len(P))
     wd = np.asarray(days.day_of_week < 5)
     price_load = np.stack([E[:, wd].mean((0, 1)), E[:, ~wd].mean((0, 1)) if (~wd).any() else E[:, wd].mean((0, 1))])
-    files = [l.index for l in read] + [f.relative_to(root) for f in cf_files]
+    files = r["files"] + [f.relative_to(root) for f in cf_files]
     src = DataSource("real", "PowerTAC CSV export", "PowerTAC Office Complex Controllable consumers (consumption, "
                      "tariff allocations, profiles" + (", counterfactuals" if cf_files else "") + ")",
                      fingerprint_real(root, files), str(root),
                      dict(tables={k: len(v) for k, v in t.items()}, files=[Path(f).as_posix() for f in files]))
-    data = TOUData("PowerTAC", consumers, E, alloc, P, list(prof.profile_id),
+    data = TOUData("PowerTAC", r["consumers"], E, r["alloc"], P, list(prof.profile_id),
                    np.flatnonzero(prof.split.to_numpy() == "in"), np.flatnonzero(prof.split.to_numpy() == "out"),
-                   np.asarray(days.day_of_week), np.asarray(days.month) - 1, split, None, E_cf, None, meta, price_load)
+                   np.asarray(days.day_of_week), np.asarray(days.month) - 1, split, None, E_cf, None, r["meta"], price_load)
     return src, data
-
-# %% ../../nbs/papers/tariff_ood.ipynb #507e9615
-def write_powertac_csv(root, n_consumers=2, n_days=21, n_in=3, n_out=2, counterfactual=True, meta=True, weather=True,
-                       seed=0) -> Path:
-    "A tiny PowerTAC CSV export in the documented layout, in folder `root` (for tests and the docs)."
-    root = Path(root); root.mkdir(parents=True, exist_ok=True)
-    rng = np.random.default_rng(seed)
-    ts = pd.date_range("2021-01-04", periods=n_days * H, freq="h")
-    pd.DataFrame([dict(timestamp=str(t), consumer_id=f"c{c}", kwh=round(float(100 + 50 * rng.random()), 3))
-                  for c in range(n_consumers) for t in ts]).to_csv(root / "consumption.csv", index=False)
-    profs = pd.DataFrame(rng.choice(LEVELS, size=(n_in + n_out, H)), columns=HOUR_COLS)
-    profs.insert(0, "split", ["in"] * n_in + ["out"] * n_out); profs.insert(0, "profile_id", [f"P{i}" for i in range(n_in + n_out)])
-    profs.to_csv(root / "profiles.csv", index=False)
-    days = pd.date_range("2021-01-04", periods=n_days, freq="D")
-    pd.DataFrame([dict(date=str(d.date()), consumer_id=f"c{c}", profile_id=f"P{rng.integers(n_in)}")
-                  for c in range(n_consumers) for d in days]).to_csv(root / "tariff_allocations.csv", index=False)
-    if meta:
-        pd.DataFrame([dict(consumer_id=f"c{c}", sub_consumers=(3, 5)[c % 2], working_days=(3, 4)[c % 2],
-                           work_start=(8, 9, 10)[c % 3], break_start=(13, 14)[c % 2], work_duration=8,
-                           shiftable_kw=(600.0, 2400.0)[c % 2]) for c in range(n_consumers)]
-                     ).to_csv(root / "consumer_meta.csv", index=False)
-    if weather:
-        pd.DataFrame(dict(timestamp=[str(t) for t in ts], temperature=np.round(15 + 5 * rng.standard_normal(len(ts)), 2))
-                     ).to_csv(root / "weather.csv", index=False)
-    if counterfactual:
-        (root / "counterfactual").mkdir(exist_ok=True)
-        test0 = int(n_days * 5 / 6)
-        pd.DataFrame([dict(timestamp=str(t), consumer_id=f"c{c}", kwh=round(float(100 + 50 * rng.random()), 3), profile_id=p)
-                      for p in profs.profile_id for c in range(n_consumers) for t in ts[test0 * H:]]
-                     ).to_csv(root / "counterfactual" / "cf.csv", index=False)
-    return root
 
 # %% ../../nbs/papers/tariff_ood.ipynb #592b6a3d
 TABLE1_SETS = dict(n_sub=(3, 5), work_days=(3, 4), start=(8, 9, 10), brk=(13, 14), duration=(8,), shift_kW=(600, 2400))
@@ -303,24 +124,41 @@ class TOUSimConfig:
         if isinstance(s, bool) or not isinstance(s, (int, float)) or not math.isfinite(s) or s <= 0:
             raise ValueError(f"shift_scale: {s!r}; a finite number above 0 (1 = Table 1's shiftable kW)")
 
+def _office_consumers(seed: int, C: int) -> pd.DataFrame:
+    "C consumers' Table 1 attributes and load scales, one keyed draw per consumer."
+    rows = []
+    for c in range(C):
+        r = np.random.default_rng([seed, 0, c])
+        rows.append(dict(consumer_id=f"office{c:02d}", **{k: int(r.choice(v)) for k, v in TABLE1_SETS.items()},
+                         base=r.uniform(100, 200), per_sub=r.uniform(150, 250), hvac=r.uniform(20, 40), phi=r.uniform(0.7, 1.0)))
+    return pd.DataFrame(rows)
+
+def _weather(seed: int, D: int) -> np.ndarray:
+    "(D, 24) temperature shared by all consumers: yearly and daily cycles plus one AR(1) stream of its own."
+    r = np.random.default_rng([seed, 1])
+    t = np.arange(D * H)
+    ar = np.zeros(D * H); eps = r.normal(0, 0.3, D * H)
+    for i in range(1, D * H): ar[i] = 0.97 * ar[i - 1] + eps[i]
+    return (15 + 8 * np.sin(2 * np.pi * (t / (24 * 365) - 0.25)) + 5 * np.sin(2 * np.pi * ((t % 24) - 9) / 24) + ar).reshape(D, H)
+
+def _cheapest_block(P, pref, L: int, window: tuple) -> np.ndarray:
+    "Per row of profiles P (n, 24): the start of the allowed L-hour block of lowest mean rate nearest `pref`, earliest on ties."
+    (lo, hi), n, S = window, len(P), H - L + 1
+    slot = np.stack([P[:, s:s + L].mean(1) for s in range(S)], 1)                # mean tariff of every L-block
+    allowed = (np.arange(S) >= lo) & (np.arange(S) + L <= hi)
+    mins = np.where(allowed, slot, np.inf).min(1, keepdims=True)
+    cand = allowed & np.isclose(slot, mins)
+    cand[np.arange(n), pref] |= np.isclose(slot[np.arange(n), pref], mins[:, 0])  # the preferred block always competes
+    return np.where(cand, np.abs(np.arange(S) - pref[:, None]), 10**6).argmin(1)
+
 class TOUSim:
     "Type-I / Type-II consumption of `cfg.n_consumers` office consumers under any tariff profile, keyed by (seed, consumer, day)."
     def __init__(self, cfg: TOUSimConfig = TOUSimConfig(), seed: int = 0):
         self.cfg, self.seed = cfg, int(seed)
         C, D = cfg.n_consumers, cfg.n_days
-        rows = []
-        for c in range(C):
-            r = np.random.default_rng([self.seed, 0, c])
-            rows.append(dict(consumer_id=f"office{c:02d}", **{k: int(r.choice(v)) for k, v in TABLE1_SETS.items()},
-                             base=r.uniform(100, 200), per_sub=r.uniform(150, 250), hvac=r.uniform(20, 40), phi=r.uniform(0.7, 1.0)))
-        self.consumers = pd.DataFrame(rows)
+        self.consumers = _office_consumers(self.seed, C)
         self.dow, self.moy = np.arange(D) % 7, (np.arange(D) // 30) % 12
-        # weather is shared by all consumers: one AR(1) stream of its own
-        r = np.random.default_rng([self.seed, 1])
-        t = np.arange(D * H)
-        ar = np.zeros(D * H); eps = r.normal(0, 0.3, D * H)
-        for i in range(1, D * H): ar[i] = 0.97 * ar[i - 1] + eps[i]
-        self.temperature = (15 + 8 * np.sin(2 * np.pi * (t / (24 * 365) - 0.25)) + 5 * np.sin(2 * np.pi * ((t % 24) - 9) / 24) + ar).reshape(D, H)
+        self.temperature = _weather(self.seed, D)
         self.type1 = np.zeros((C, D, H)); self.pref = np.zeros((C, D), int); self.workday = np.zeros((C, D), bool)
         for c in range(C):
             for d in range(D): self.type1[c, d], self.pref[c, d], self.workday[c, d] = self._type1_day(c, d)
@@ -348,16 +186,8 @@ class TOUSim:
     def type2(self, profiles, c, d):
         "Type-II load (n, 24) and shifted-into flags of consumers `c` on days `d` under `profiles` (n, 24)."
         P, c, d = np.atleast_2d(np.asarray(profiles, float)), np.asarray(c), np.asarray(d)
-        L, (lo, hi) = self.cfg.block, self.cfg.shift_window
-        n, S = len(P), H - L + 1
-        slot = np.stack([P[:, s:s + L].mean(1) for s in range(S)], 1)                # mean tariff of every L-block
-        allowed = (np.arange(S) >= lo) & (np.arange(S) + L <= hi)
-        pref = self.pref[c, d]
-        mins = np.where(allowed, slot, np.inf).min(1, keepdims=True)
-        cand = allowed & np.isclose(slot, mins)
-        cand[np.arange(n), pref] |= np.isclose(slot[np.arange(n), pref], mins[:, 0])  # the preferred block always competes
-        dist = np.where(cand, np.abs(np.arange(S) - pref[:, None]), 10**6)
-        chosen = dist.argmin(1)                                                       # nearest minimum, earliest on ties
+        L, pref = self.cfg.block, self.pref[c, d]
+        chosen = _cheapest_block(P, pref, L, self.cfg.shift_window)
         moved = (chosen != pref) & self.workday[c, d]
         a = self.consumers
         kw = (a.shift_kW.to_numpy()[c] * self.cfg.shift_scale / L) * self.workday[c, d]
@@ -727,9 +557,7 @@ def _batches(train, batch, n_tau, g, device):
 
 def fit_forecaster(method, train, val, epochs=30, batch=64, lr=1e-3, n_tau=8, l2=1e-3, seed=0, device="cpu",
                    schedule="constant", weight_decay=0.0, patience=None, clip=1.0, **model_kw):
-    """Train one forecaster; return it at its best epoch by IID validation AQL, and its curve (one row per epoch: step,
-    mean training loss, validation AQL). `one-cycle` runs on `paperlib.train.fit` (AdamW, one-cycle, gradient clipping,
-    early stopping after `patience` epochs without a better validation AQL); `constant` is the paper's Adam at a fixed lr."""
+    "(model at its best epoch by IID validation AQL, curve per epoch); `one-cycle`: `paperlib.train.fit`, `constant`: the paper's Adam."
     if schedule not in SCHEDULES: raise ValueError(f"unknown schedule {schedule!r}; valid: {', '.join(SCHEDULES)}")
     for name, v, lo in (("epochs", epochs, 1), ("batch", batch, 2), ("n_tau", n_tau, 1)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
@@ -936,9 +764,7 @@ def room_ood(fc_ood: float, ub_ood: float, margin: float = 0.05) -> bool:
     return bool(np.isfinite(fc_ood) and np.isfinite(ub_ood) and fc_ood >= (1 + margin) * ub_ood)
 
 def profit_leader(gains, target: str = "Att.+PE") -> str:
-    """The method that earns more than `target`: `gains` is a frame of realized gains, one row per consumer-day, one column
-    per method. A method leads only when its per-day gain beats `target`'s (`stats.beats`: the one-sided 95% lower bound
-    of the mean difference above 0), so a tie or a noise-level difference leaves `target` in the lead."""
+    "The method (a column of `gains`, one row per consumer-day) whose gain `stats.beats` `target`'s by the most; else `target`."
     lead = {m: beats((gains[m] - gains[target]).to_numpy()) for m in gains.columns if m != target}
     won = {m: r["estimate"] for m, r in lead.items() if r["passed"] is True}
     return max(won, key=won.get) if won else target
