@@ -168,6 +168,7 @@ def pool_threads() -> int:
     import torch
     return torch.get_num_threads()
 
+# %% ../nbs/00_core.ipynb #903f5380
 @contextlib.contextmanager
 def compute_threads(n: int | None):
     "Run the block with `n` threads in torch and every BLAS/OpenMP pool (None: unchanged), then restore the count."
@@ -252,10 +253,12 @@ def git_state(root: Path | None = None) -> dict:
     except FileNotFoundError: return dict(commit=None, dirty=None)   # a run outside a checkout (a cluster worker)
     def git(*a):
         return subprocess.run(["git", *a], cwd=root, capture_output=True, text=True, timeout=10).stdout.strip()
-    try:
-        return dict(commit=git("rev-parse", "HEAD") or None, dirty=bool(git("status", "--porcelain", "--", "nbs", "paperlib")))
-    except (OSError, subprocess.SubprocessError): return dict(commit=None, dirty=None)
+    try: commit = git("rev-parse", "HEAD") or None
+    except (OSError, subprocess.SubprocessError): commit = None
+    if commit is None: return dict(commit=None, dirty=None)             # not a checkout: nothing is known to be clean
+    return dict(commit=commit, dirty=bool(git("status", "--porcelain", "--", "nbs", "paperlib")))
 
+# %% ../nbs/00_core.ipynb #d4e3c5cc
 def provenance(device: str | None = None) -> dict:
     "Machine, interpreter, packages and commit, for manifest.json."
     import torch
@@ -385,6 +388,7 @@ def declare_sizes(profile: str, items: dict, dry: bool = False) -> AttrDict:
     if dry: return AttrDict({k: s.full if s.dry is None else s.dry for k, s in items.items()})   # full sizes, tiny loops
     return AttrDict({k: getattr(s, profile) for k, s in items.items()})
 
+# %% ../nbs/00_core.ipynb #4a982274
 @patch
 def sizes(self: RunContext, **items: Size) -> AttrDict:
     "This run's value of every declared size (`SIZES.steps` or `SIZES['steps']`); the declarations feed `rep.plan()`."
