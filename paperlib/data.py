@@ -36,6 +36,7 @@ class Column:
         if self.kind not in COLUMN_KINDS:
             raise ValueError(f"column {self.name!r}: unknown kind {self.kind!r}; valid kinds: {', '.join(COLUMN_KINDS)}")
 
+# %% ../nbs/01_data.ipynb #b4ecec8c
 @dataclass
 class Layout:
     "One table of a real dataset: `<data_root>/<folder>/<index>` with `columns`; listed files under `<path_base>/`."
@@ -183,6 +184,7 @@ def embedded_source(name: str, description: str, params: dict, version: str = "1
     "The DataSource of an embedded default: a generator or a dataset shipped in a package."
     return DataSource("embedded", name, description, "emb-" + _digest([name, version, params]), None, dict(params))
 
+# %% ../nbs/01_data.ipynb #60d812e5
 def cache_dir() -> Path:
     "Where paperlib keeps caches: $PAPERLIB_CACHE, else $XDG_CACHE_HOME/paperlib, else ~/.cache/paperlib."
     if os.environ.get("PAPERLIB_CACHE"): return Path(os.environ["PAPERLIB_CACHE"])
@@ -225,6 +227,7 @@ def content_digests(paths: list[Path]) -> list[str]:
         finally: db.close()
     return out
 
+# %% ../nbs/01_data.ipynb #66bf1b8c
 def fingerprint_real(root: str | Path, files: list[str | Path] | None = None) -> str:
     "Hash of the relative names and contents of `files` under `root` (`None`: every file under root)."
     root = Path(root)
@@ -280,6 +283,7 @@ def read_tables(root: str | Path, layouts: list) -> tuple[dict, list[Path]]:
     tables = {l.name: read_index(root / l.index, l) for l in layouts if l.required or (root / l.index).exists()}
     return tables, check_tables(root, layouts, tables)
 
+# %% ../nbs/01_data.ipynb #b8e3eaca
 def load_real_tables(root: str | Path, name: str, description: str, layouts: list) -> tuple[DataSource, dict]:
     "Validate every table of a multi-file dataset under `root`; return its DataSource and {layout.name: DataFrame}."
     root = Path(root)
