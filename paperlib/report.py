@@ -27,6 +27,7 @@ def artefact_name(label: str) -> str:
     s = re.sub(r"\bfig(ure)?\.?\b", "fig", label.strip(), flags=re.I).lower()
     return re.sub(r"[^a-z0-9]+", "_", s).strip("_")
 
+# %% ../nbs/05_report.ipynb #d6fbd805
 def to_jsonable(o):
     "numpy scalars and arrays, paths, NaN and dataclasses made JSON-safe."
     if isinstance(o, dict): return {str(k): to_jsonable(v) for k, v in o.items()}
@@ -148,6 +149,7 @@ def decide_verdict(passed, gates=(), informational: bool = False, unstable: str 
     if mixed: return INCONCLUSIVE, mixed
     return (REPRODUCED if passed else NOT_REPRODUCED), None
 
+# %% ../nbs/05_report.ipynb #e993ffe4
 def verdict_counts(claims, kind: str | None = "effect") -> dict:
     "How many claims of `kind` (effect, check, or None for all) got each verdict (informational under its own key)."
     c = {v: 0 for v in VERDICTS}
@@ -192,6 +194,7 @@ def rule(passes, fails):
         return fn
     return declare
 
+# %% ../nbs/05_report.ipynb #d1f72859
 def _outcome(x) -> bool: return x is None or isinstance(x, (bool, np.bool_))
 
 def as_result(out, name: str = "the rule") -> RuleResult:
@@ -284,6 +287,7 @@ def format_value(v, width: int = 120) -> str:
     else: s = _short(v)
     return s if len(s) <= width else s[:width - 1].rstrip() + "…"
 
+# %% ../nbs/05_report.ipynb #6e96fa94
 def is_interval(v) -> bool:
     "[estimate, low, high] with low <= estimate <= high (finite numbers): shown as 'estimate [low, high]'."
     return (isinstance(v, (list, tuple)) and len(v) == 3 and all(isinstance(x, (int, float)) and not isinstance(x, bool)
@@ -363,6 +367,7 @@ def value_text(v: dict) -> str:
     ci = f" (95 % CI {num(v['ci'][0])} to {num(v['ci'][1])})" if v.get("ci") else ""
     return f"{num(v['value'])}{unit}{ci}"
 
+# %% ../nbs/05_report.ipynb #e07edc26
 def palette_png(path: Path, colors: int = 256) -> Path:
     """Re-encode a figure's PNG with a palette of `colors` (no dithering) where that is smaller: a plot's few hundred
     colours survive, and the file, embedded in every report, shrinks to about a third."""
@@ -374,6 +379,7 @@ def palette_png(path: Path, colors: int = 256) -> Path:
     if buf.tell() < Path(path).stat().st_size: Path(path).write_bytes(buf.getvalue())
     return Path(path)
 
+# %% ../nbs/05_report.ipynb #8822cf05
 class Report:
     "The artefacts, comparisons, gates and claims of one run of a paper notebook."
     def __init__(self, ctx: RunContext, title: str = "", venue: str = ""):
@@ -641,7 +647,6 @@ class Report:
             _md("**Checks of our implementation** (not claims of the paper; never counted):")
             _show(style(self.claims_table("check")))
         return manifest
-
 
 # %% ../nbs/05_report.ipynb #2124fdb1
 def _slug(s) -> str: return re.sub(r"[^a-z0-9]+", "_", str(s).lower()).strip("_")
