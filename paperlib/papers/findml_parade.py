@@ -23,7 +23,7 @@ from ..fairness import (OVERALL, subgroup_upstream, subgroup_downstream, subgrou
                                check_shares, draw_attribute, class_tilted_shares, oversample_groups,
                                DomainIndependentLR, attribute_probe, xi_network, decorrelation, paired_difference)
 from ..stats import correct_pvalues, not_worse
-from ..report import rule_outcome
+from ..report import rule_outcome, rule, RuleResult
 
 # %% auto #0
 __all__ = ['METHODS', 'LOSS_PARAMS', 'MINER_PARAMS', 'LOSS_LR', 'GAP_RULE_CLASS', 'LFW_SHARES', 'CELEBA_SHARES', 'COLOUR_SHARES',
@@ -45,7 +45,8 @@ __all__ = ['METHODS', 'LOSS_PARAMS', 'MINER_PARAMS', 'LOSS_LR', 'GAP_RULE_CLASS'
            'chance_r1', 'gate_learned', 'gate_control', 'gate_gap_exists', 'gate_sa_learned', 'paired_family',
            'leave_one_seed_out', 'fragile', 'rule_c1', 'rule_c2', 'trend_test', 'rule_c4', 'rule_c4b', 'rule_c5',
            'c5_implied_ratio', 'rule_all_significant', 'rule_share_significant', 'rule_direction', 'rule_not_reduced',
-           'rule_lenient', 'rule_probe_lower', 'rule_c10', 'item_gap_values', 'item_gap_diff', 'rule_every_comparison']
+           'rule_lenient', 'rule_probe_lower', 'rule_c10', 'item_gap_values', 'item_gap_diff', 'rule_every_comparison',
+           'rule_c1_benches', 'rule_significant', 'rule_block', 'rule_c7m', 'rule_c10_benches']
 
 # %% ../../nbs/papers/findml_parade.ipynb #4b67cb6a
 METHODS = {
@@ -997,6 +998,8 @@ def fragile(full, loo: dict) -> str | None:
     return (f"fragile: the rule {'fails' if full else 'holds'} when training seed {' or '.join(map(str, flips))} is left out, "
             "so the verdict can change between run seeds")
 
+@rule(passes=dict(p_r1=dict(a=0.01), p_nmi=dict(a=0.01), imb_r1_mean=0.2, bal_r1_mean=0.01),
+      fails=dict(p_r1=dict(a=0.01), p_nmi=dict(a=0.01), imb_r1_mean=0.04, bal_r1_mean=0.01))
 def rule_c1(p_r1: dict, p_nmi: dict, imb_r1_mean: float, bal_r1_mean: float, alpha: float = 0.05, share: float = 0.75,
             ratio: float = 5.0) -> tuple[bool, str | None]:
     "C1: R@1 and NMI significant for >= `share` of the methods, and the mean Imb R@1 gap >= ratio x the Bal one and > 0."
@@ -1020,10 +1023,13 @@ def trend_test(level, gap) -> tuple[float, float]:
     r = spearmanr(np.asarray(level, float), np.asarray(gap, float), alternative="greater")
     return float(r.statistic), float(r.pvalue)
 
+@rule(passes=dict(trends={"M R@1": (0.6, 0.01)}), fails=dict(trends={"M R@1": (0.6, 0.01), "M acc": (0.3, 0.2)}))
 def rule_c4(trends: dict, alpha: float = 0.05) -> tuple[bool, str | None]:
     "C4: every (method, metric) trend has rho > 0 and one-sided p < alpha ({key: (rho, p)})."
     return rule_outcome([f"{k}: rho {r:.3f}, p {p:.3g}" for k, (r, p) in trends.items() if not (r > 0 and p < alpha)])
 
+@rule(passes=dict(gap_40_60={"M": [0.10, 0.12, 0.11]}, gap_50_50={"M": [0.01, 0.00, 0.02]}),
+      fails=dict(gap_40_60={"M": [0.02, 0.01, 0.03]}, gap_50_50={"M": [0.01, 0.00, 0.02]}))
 def rule_c4b(gap_40_60: dict, gap_50_50: dict, alpha: float = 0.05) -> tuple[bool, str | None]:
     "C4b: per method, the RF accuracy gap at 40:60 exceeds the 50:50 control's (one-sided Welch t-test, Holm over methods)."
     from scipy.stats import ttest_ind
@@ -1073,6 +1079,7 @@ def rule_lenient(mean_diff: float, p_two_sided: float, expect: str, alpha: float
     went = {"less": mean_diff < 0, "greater": mean_diff > 0, "not_less": mean_diff >= 0}[expect]
     return bool(went or p_two_sided >= alpha)
 
+@rule(passes=dict(diffs={"a": (-0.2, 0.01)}), fails=dict(diffs={"a": (-0.2, 0.01), "b": (0.05, 0.9)}))
 def rule_probe_lower(diffs: dict, alpha: float = 0.05) -> tuple[bool, str | None]:
     "C7m: on every benchmark the attribute probe reads less from phi_targ with PARADE ({bench: (mean_diff, p_adj)})."
     if not diffs: return False, "no attribute benchmark"
@@ -1128,6 +1135,7 @@ def item_gap_diff(y, groups, a, b, gap: dict, metric: str = "acc", labels=None, 
     return dict(estimate=float(d[0]), lower=lower, margin=margin, level=level, n=len(y), n_boot=n_boot,
                 passed=None if not np.isfinite(lower) else bool(lower > margin))
 
+@rule(passes=dict(outcomes={"a": True, "b": True}), fails=dict(outcomes={"a": True, "b": False}))
 def rule_every_comparison(outcomes: dict) -> tuple[bool | None, str | None]:
     """One block's outcome when a claim needs every comparison to hold ({name: passed}): True when all pass, None when one
     could not be computed, else False with the failing names (an intersection-union test: no multiplicity correction)."""
@@ -1136,3 +1144,49 @@ def rule_every_comparison(outcomes: dict) -> tuple[bool | None, str | None]:
     bad = [k for k, v in outcomes.items() if not v]
     return (False, "fails: " + ", ".join(bad)) if bad else (True, None)
 
+
+# %% ../../nbs/papers/findml_parade.ipynb #641e0064
+@rule(passes=dict(benches={"D": dict(p_r1=dict(a=0.01), p_nmi=dict(a=0.01), imb_r1_mean=0.2, bal_r1_mean=0.01)}),
+      fails=dict(benches={"D": dict(p_r1=dict(a=0.01), p_nmi=dict(a=0.01), imb_r1_mean=0.2, bal_r1_mean=0.01),
+                          "E": dict(p_r1=dict(a=0.01), p_nmi=dict(a=0.01), imb_r1_mean=0.04, bal_r1_mean=0.01)}))
+def rule_c1_benches(benches: dict) -> tuple[bool, str | None]:
+    "C1: `rule_c1` holds on every class benchmark ({bench: its keyword arguments}); the reason names each failing one."
+    out = {b: rule_c1(**kw) for b, kw in benches.items()}
+    return all(ok for ok, _ in out.values()), "; ".join(f"{b}: {why}" for b, (_, why) in out.items() if why) or None
+
+@rule(passes=dict(p_adj={"a": 0.01}, loo={1: {"a": 0.02}, 2: {"a": 0.03}}),
+      fails=dict(p_adj={"a": 0.01, "b": 0.2}, share=0.75))
+def rule_significant(p_adj: dict, loo: dict | None = None, share: float | None = None) -> tuple:
+    """C6a (share None: `rule_all_significant`) and C6b (`rule_share_significant` at `share`) on the Holm-adjusted p-values;
+    `loo` ({seed: the p-values with that training seed left out}) adds a note when dropping one seed changes the outcome
+    (reported, the outcome stands). Values: the outcome per left-out seed."""
+    decide = (lambda p: rule_all_significant(p)) if share is None else (lambda p: rule_share_significant(p, share))
+    ok, why = decide(p_adj)
+    drops = {s: decide(p)[0] for s, p in (loo or {}).items()}
+    return ok, "; ".join(w for w in (why, fragile(ok, drops)) if w) or None, dict(leave_one_seed_out=drops)
+
+@rule(passes=dict(outcomes={"a": True}), fails=dict(outcomes={"a": True, "b": False}, collapse=["PARADE collapsed"]))
+def rule_block(outcomes: dict, collapse=()) -> tuple[bool | None, str | None]:
+    """C7, C7-LFW, C8a-C8c in one replicate block: `rule_every_comparison`; when it does not hold, `collapse` (PARADE's own
+    retrieval collapsed on a benchmark: a finding that explains the outcome) comes first in the reason."""
+    ok, why = rule_every_comparison(outcomes)
+    return ok, "; ".join([*collapse, why]) if why else None
+
+@rule(passes=dict(diffs={"a": (-0.2, 0.01)}), fails=dict(diffs={"a": (0.05, 0.9)}, collapse="PARADE collapsed"))
+def rule_c7m(diffs: dict, collapse: str | None = None) -> tuple[bool, str | None]:
+    "C7m on one benchmark: `rule_probe_lower`; when it fails, PARADE's `collapse` (if any) comes first in the reason."
+    ok, why = rule_probe_lower(diffs)
+    return ok, None if ok else ("; ".join(w for w in (collapse, why) if w) or None)
+
+@rule(passes=dict(benches={"a": dict(parade_r1=[0.80, 0.79, 0.81], standard_r1=[0.85, 0.84, 0.85])}),
+      fails=dict(benches={"a": dict(parade_r1=[0.82, 0.83, 0.82], standard_r1=[0.80, 0.80, 0.80])}))
+def rule_c10_benches(benches: dict) -> RuleResult:
+    """C10: `rule_c10` on every attribute benchmark ({bench: its keyword arguments}); None when one has no interval.
+    Values per benchmark: the mean overall R@1 of each arm and the lower bound."""
+    res = {b: rule_c10(**kw) for b, kw in benches.items()}
+    outs = [r["passed"] for r in res.values()]
+    ok = None if None in outs else all(outs)
+    vals = {b: dict(PARADE=round(float(np.mean(kw["parade_r1"])), 4), standard=round(float(np.mean(kw["standard_r1"])), 4),
+                    lower_95_of_standard_minus_parade=round(res[b]["lower"], 4)) for b, kw in benches.items()}
+    bad = [f"{b}: lower bound {res[b]['lower']:+.4f}" for b, r in res.items() if r["passed"] is not True]
+    return RuleResult(ok, None if ok else "; ".join(bad), vals)
