@@ -15,9 +15,10 @@ from torch import nn
 import torch.nn.functional as F
 
 from ..data import DataError, DataSource, Column, Layout, read_table, fingerprint_real, cache_dir
-from ..datasets import Dataset, register_dataset, read_cub, read_cars, cub_home
+from ..datasets import (Dataset, register_dataset, read_cub, read_cars, cub_home, read_celeba, read_lfw, LFW_RACES,
+                               load_images, split_within_classes, subsample_classes)
 from ..metric import (DML_LOSS_NAMES, check_dml_loss, make_dml_loss, make_dml_miner, train_embedder, LossTerm, embed,
-                             batches, mean_std, recall_hits)
+                             batches, mean_std, recall_hits, ResNet50, load_resnet50, image_input, crop_flip)
 from ..fairness import (OVERALL, subgroup_upstream, subgroup_downstream, subgroup_alignment, subgroup_gap,
                                worst_group, fit_predict, CLASSIFIERS, imbalanced_counts, ratio_counts, take_counts,
                                check_shares, draw_attribute, class_tilted_shares, oversample_groups,
@@ -28,19 +29,16 @@ from ..report import rule_outcome, rule, RuleResult
 # %% auto #0
 __all__ = ['METHODS', 'LOSS_PARAMS', 'MINER_PARAMS', 'LOSS_LR', 'GAP_RULE_CLASS', 'LFW_SHARES', 'CELEBA_SHARES', 'COLOUR_SHARES',
            'THICKNESS_TAU', 'CELEBA_THICK_SHIFT', 'COLOUR_RENDER', 'LFW_RENDER', 'CELEBA_RENDER', 'VARIANTS', 'SWEEP',
-           'FOLDERS', 'WEIGHTS_FOLDER', 'WEIGHTS_FILE', 'CUB_ATTRS', 'CUB_IMAGE_ATTRS', 'CELEBA_IDS', 'CELEBA_MARKS',
-           'LFW_RACES', 'LFW_ATTRS', 'CELEBA_IDS_LAYOUT', 'PRIMARY', 'ITA_BINS', 'CELEBA', 'LFW', 'WEIGHTS', 'DATASETS',
-           'NORM', 'PAPER_T1', 'PAPER_T10', 'PAPER_T7', 'PAPER_T9', 'PAPER_T6', 'PAPER_T11', 'PAPER_T8', 'PAPER_T2A',
-           'PAPER_T2B', 'PAPER_T16', 'PAPER_T14', 'PAPER_T18', 'PAPER_T19', 'PAPER_T13_OVERALL', 'PAPER_T17',
-           'PAPER_T20', 'PAPER_T13', 'PAPER_T12', 'PAPER_T21', 'PAPER_PREVALENCE', 'PAPER_PREVALENCE_NAMES',
-           'NOT_REDUCED_MARGIN', 'C10_MARGIN', 'method_spec', 'mlp_backbone', 'cnn_backbone', 'ParadeNet',
-           'ParadeResult', 'ParadeTerms', 'train_parade', 'gap_rows', 'thickness', 'thickness_taus', 'render',
-           'digits_halves', 'minority_classes', 'training_counts', 'make_attribute', 'render_attribute', 'ClassBench',
-           'AttrBench', 'digits_class_bench', 'digits_attr_bench', 'evaluate_model', 'embed_attribute',
-           'embed_features', 'class_groups', 'run_class_job', 'a_probe_backbone', 'run_attr_job', 'read_table_after',
-           'load_cub', 'table_files', 'load_cars', 'ita_category', 'patch_ita', 'load_celeba', 'load_lfw',
-           'load_images', 'image_input', 'crop_flip', 'split_within_classes', 'control_per_class', 'subsample_classes',
-           'Bottleneck', 'ResNet50', 'load_resnet50', 'gap_for_present', 'real_model_fn', 'real_class_bench',
+           'FOLDERS', 'WEIGHTS_FOLDER', 'WEIGHTS_FILE', 'CUB_ATTRS', 'CUB_IMAGE_ATTRS', 'PRIMARY', 'WEIGHTS',
+           'DATASETS', 'PAPER_T1', 'PAPER_T10', 'PAPER_T7', 'PAPER_T9', 'PAPER_T6', 'PAPER_T11', 'PAPER_T8',
+           'PAPER_T2A', 'PAPER_T2B', 'PAPER_T16', 'PAPER_T14', 'PAPER_T18', 'PAPER_T19', 'PAPER_T13_OVERALL',
+           'PAPER_T17', 'PAPER_T20', 'PAPER_T13', 'PAPER_T12', 'PAPER_T21', 'PAPER_PREVALENCE',
+           'PAPER_PREVALENCE_NAMES', 'NOT_REDUCED_MARGIN', 'C10_MARGIN', 'method_spec', 'mlp_backbone', 'cnn_backbone',
+           'ParadeNet', 'ParadeResult', 'ParadeTerms', 'train_parade', 'gap_rows', 'thickness', 'thickness_taus',
+           'render', 'digits_halves', 'minority_classes', 'training_counts', 'make_attribute', 'render_attribute',
+           'ClassBench', 'AttrBench', 'digits_class_bench', 'digits_attr_bench', 'evaluate_model', 'embed_attribute',
+           'embed_features', 'class_groups', 'run_class_job', 'a_probe_backbone', 'run_attr_job', 'load_cub',
+           'table_files', 'load_cars', 'control_per_class', 'gap_for_present', 'real_model_fn', 'real_class_bench',
            'real_attr_bench', 'make_jobs', 'check_part_b_budget', 'mean_sd', 'pick', 'knn_purity', 'tsne_sample',
            'chance_r1', 'gate_learned', 'gate_control', 'gate_gap_exists', 'gate_sa_learned', 'paired_family',
            'leave_one_seed_out', 'fragile', 'rule_c1', 'rule_c2', 'trend_test', 'rule_c4', 'rule_c4b', 'rule_c5',
@@ -431,43 +429,12 @@ WEIGHTS_FOLDER, WEIGHTS_FILE = "resnet50_imagenet", "resnet50.pth"
 CUB_ATTRS = [Column("attribute_id", kind="int", doc="attribute number"), Column("name", doc="e.g. has_primary_color::blue")]
 CUB_IMAGE_ATTRS = [Column("image_id", kind="int"), Column("attribute_id", kind="int"),
                    Column("is_present", kind="int", choices=(0, 1)), Column("certainty_id", kind="int", choices=(1, 2, 3, 4))]
-CELEBA_IDS = [Column("image", doc="file name under img_align_celeba/"), Column("identity", kind="int", doc="person")]
-CELEBA_MARKS = [Column("image"), *[Column(c, kind="int") for c in ("lefteye_x", "lefteye_y", "righteye_x", "righteye_y",
-                "nose_x", "nose_y", "leftmouth_x", "leftmouth_y", "rightmouth_x", "rightmouth_y")]]
-LFW_RACES = ("White", "Black", "Asian", "Indian")
-LFW_ATTRS = [Column("person"), Column("imagenum", kind="int"), *[Column(r, kind="float") for r in LFW_RACES]]
-
-CELEBA_IDS_LAYOUT = Layout("CelebA identities", "one line per image: file name and person", CELEBA_IDS, index="identity_CelebA.txt",
-                           sep=None, header=False, unique=("image",))
 PRIMARY = "has_primary_color::"
-ITA_BINS = ((50, "I"), (40, "II"), (30, "III"), (20, "IV"), (10, "V"), (-np.inf, "VI"))
-
-def read_table_after(path, columns, skip: int, first_line=None, **kw) -> pd.DataFrame:
-    "read_table of `path` without its first `skip` lines (`first_line(text)`: a replacement line put first); errors name the real file and line."
-    import tempfile
-    path = Path(path)
-    if not path.is_file(): raise DataError(f"missing file {path}")
-    lines = path.read_bytes().splitlines(keepends=True)
-    head = [first_line(lines[skip - 1].decode("utf-8-sig", errors="replace").rstrip("\r\n")).encode() + b"\n"] if first_line else []
-    shift = skip - len(head)
-    with tempfile.TemporaryDirectory() as d:
-        tmp = Path(d) / path.name
-        tmp.write_bytes(b"".join(head + lines[skip:]))
-        try: df = read_table(tmp, columns, **kw)
-        except DataError as e:
-            msg = re.sub(r"row (\d+)", lambda m: f"row {int(m[1]) + shift}", str(e).replace(str(tmp), str(path)))
-            raise DataError(msg) from None
-    df.attrs["lines"] = [l + shift for l in df.attrs["lines"]]
-    return df
 
 def _bad_row(path, df, i, col, what) -> DataError:
     return DataError(f"{path}, row {df.attrs['lines'][i]}, column {col!r}: {what}")
 
-def _check_files(paths, table, lines, col="path"):
-    for p, t, l in zip(paths, [table] * len(paths) if isinstance(table, (str, Path)) else table, lines):
-        if not Path(p).is_file(): raise DataError(f"{t}, row {l}, column {col!r}: missing image file {p}")
-
-# CUB-200-2011 and Cars196 are the library's (paperlib.datasets, shared with bgaugment_background_bias); ours is the colour
+# CUB-200-2011, Cars196, CelebA and LFW are read by paperlib.datasets (CUB and Cars shared with bgaugment_background_bias); ours is CUB's colour
 def load_cub(folder) -> tuple[pd.DataFrame, str | None]:
     "(index with path, label, colour or None, table, line; why the colour study is skipped or None) of `cub2011/`."
     t = read_cub(folder)
@@ -509,135 +476,16 @@ def load_cars(folder) -> pd.DataFrame:
     t = read_cars(folder)
     return pd.DataFrame(dict(path=t.path, label=t.class_id.tolist(), table=t.table, line=t.line))
 
-def ita_category(ita: float) -> str:
-    "Fitzpatrick type of an ITA angle (Table 23)."
-    return next(c for lo, c in ITA_BINS if ita >= lo)
-
-def patch_ita(img: np.ndarray, points, half: int = 10) -> float:
-    "Mean ITA over 20x20 patches (clipped to the image) centred at `points` [(x, y)] of an RGB uint8 image."
-    from skimage.color import rgb2lab
-    lab = rgb2lab(img[..., :3])
-    vals = []
-    for x, y in points:
-        p = lab[max(0, y - half):y + half, max(0, x - half):x + half].reshape(-1, 3)
-        if len(p): vals.append(np.degrees(np.arctan((p[:, 0] - 50) / np.where(np.abs(p[:, 2]) < 1e-6, 1e-6, p[:, 2]))))
-    if not vals: return np.nan
-    return float(np.concatenate(vals).mean())
-
-def load_celeba(folder, cache: Path | None = None) -> pd.DataFrame:
-    "CelebA index (path, label = identity, skin type from ITA, table, line) of `celeba/`; ITA cached as CSV by content."
-    from PIL import Image
-    folder = Path(folder)
-    ids = read_table(folder / "identity_CelebA.txt", CELEBA_IDS, sep=None, header=False, unique=("image",))
-    marks_path = folder / "list_landmarks_align_celeba.txt"
-    if marks_path.is_file():
-        second = (marks_path.read_text(encoding="utf-8-sig", errors="replace").splitlines() + ["", ""])[1]
-        if "nose_x" not in second.split():
-            raise DataError(f"{marks_path}, row 2: expected the header line (lefteye_x lefteye_y ... nose_x nose_y ...), got {second[:60]!r}")
-    marks = read_table_after(marks_path, CELEBA_MARKS, skip=2, sep=None, header=False, unique=("image",))
-    known = set(ids.image)
-    for i, im in enumerate(marks.image):
-        if im not in known: raise _bad_row(marks_path, marks, i, "image", f"{im} is not in {folder / 'identity_CelebA.txt'}")
-    m = marks.set_index("image")
-    missing = [(i, im) for i, im in enumerate(ids.image) if im not in m.index]
-    if missing: raise _bad_row(folder / "identity_CelebA.txt", ids, missing[0][0], "image", f"{missing[0][1]} has no landmarks in {marks_path}")
-    df = pd.DataFrame(dict(path=[str(folder / "img_align_celeba" / p) for p in ids.image], label=ids.identity,
-                           table=str(folder / "identity_CelebA.txt"), line=ids.attrs["lines"], image=ids.image))
-    _check_files(df.path, df.table, df.line, "image")
-    key = fingerprint_real(folder, ["identity_CelebA.txt", "list_landmarks_align_celeba.txt",
-                                    *[Path("img_align_celeba") / p for p in ids.image]])
-    cache = Path(cache) if cache else cache_dir() / "findml_parade"
-    cfile = cache / f"celeba_ita_{key}.csv"
-    if cfile.is_file():
-        ita = pd.read_csv(cfile).set_index("image").ita
-    else:
-        vals = []
-        for im, p in zip(df.image, df.path):
-            r = m.loc[im]
-            with Image.open(p) as f: img = np.asarray(f.convert("RGB"))
-            vals.append(patch_ita(img, [(r.lefteye_x, r.nose_y), (r.righteye_x, r.nose_y), (r.nose_x, r.nose_y)]))
-        ita = pd.Series(vals, index=df.image.to_numpy(), name="ita")
-        cache.mkdir(parents=True, exist_ok=True)
-        ita.rename_axis("image").reset_index().to_csv(cfile, index=False)
-    df["ita"] = df.image.map(ita).to_numpy()
-    df["skin"] = [ita_category(v) if np.isfinite(v) else None for v in df.ita]
-    return df.drop(columns="image")
-
-def load_lfw(folder) -> pd.DataFrame:
-    """LFW index (path, label = person, race, table, line) of `lfw/`: the images of lfw_attributes.txt with a race score
-    above 0. The photos are in `lfw/lfw/<person>/`, or in `lfw/<person>/` where the official lfw.tgz was unpacked."""
-    folder = Path(folder)
-    photos = folder / "lfw" if (folder / "lfw").is_dir() else folder
-    path = folder / "lfw_attributes.txt"
-    fix = lambda line: re.sub(r"^#\s*", "", line.rstrip("\r\n"))
-    t = read_table_after(path, LFW_ATTRS, skip=2, first_line=fix, sep="\t", header=True, unique=(("person", "imagenum"),), key="person")
-    scores = t[list(LFW_RACES)].to_numpy()
-    race = np.where(scores.max(1) > 0, np.asarray(LFW_RACES)[scores.argmax(1)], None)
-    names = [p.strip().replace(" ", "_") for p in t.person]
-    df = pd.DataFrame(dict(path=[str(photos / n / f"{n}_{k:04d}.jpg") for n, k in zip(names, t.imagenum)],
-                           label=pd.factorize(pd.Series(names))[0] + 1, race=race, table=str(path), line=t.attrs["lines"]))
-    _check_files(df.path, df.table, df.line, "person")
-    return df
 
 # %% ../../nbs/papers/findml_parade.ipynb #36c3c81a
 def _weights_present(folder):
     if not (Path(folder) / WEIGHTS_FILE).is_file(): raise DataError(f"{Path(folder) / WEIGHTS_FILE}: missing (torchvision's ResNet-50 ImageNet weights)")
 
-# the folders only this paper reads; `paperlib list --data-root` judges them (and cub2011, cars196: the library's) once
-CELEBA = register_dataset(Dataset(FOLDERS["celeba"], "CelebA: aligned face photos with identities and landmarks", (CELEBA_IDS_LAYOUT,)))
-LFW = register_dataset(Dataset(FOLDERS["lfw"], "Labeled Faces in the Wild with Kumar et al.'s attribute scores", check=load_lfw))
+# the folder only this paper reads; `paperlib list --data-root` judges it (and the library's datasets) once
 WEIGHTS = register_dataset(Dataset(WEIGHTS_FOLDER, "torchvision's ResNet-50 ImageNet weights (resnet50.pth)", check=_weights_present))
 DATASETS = (*FOLDERS.values(), WEIGHTS_FOLDER)
 
 # %% ../../nbs/papers/findml_parade.ipynb #481391e0
-NORM = dict(imagenet=((0.485, 0.456, 0.406), (0.229, 0.224, 0.225)), half=((0.5,) * 3, (0.5,) * 3))
-
-def load_images(paths, size: int) -> tuple[torch.Tensor, list]:
-    "(N x 3 x size x size uint8 tensor of the decodable images, the indices that could not be decoded)."
-    from PIL import Image, UnidentifiedImageError
-    out, bad = [], []
-    for i, p in enumerate(paths):
-        try:
-            with Image.open(p) as im: out.append(np.asarray(im.convert("RGB").resize((size, size), Image.BILINEAR), np.uint8))
-        except (UnidentifiedImageError, OSError): bad.append(i)
-    if not out: raise DataError(f"no decodable image among the {len(paths)} listed (first: {paths[0] if len(paths) else None})")
-    return torch.from_numpy(np.stack(out)).permute(0, 3, 1, 2).contiguous(), bad
-
-def image_input(norm: str, crop: int):
-    "The network's input function: uint8 (or 0-255 float) images -> centre crop `crop` -> normalised floats."
-    mean, std = (torch.tensor(v).view(1, 3, 1, 1) for v in NORM[norm])
-    def fn(x):
-        x = x.float()
-        if x.shape[-1] > crop:
-            o = (x.shape[-1] - crop) // 2
-            x = x[..., o:o + crop, o:o + crop]
-        return (x / 255 - mean.to(x.device)) / std.to(x.device)
-    return fn
-
-def crop_flip(crop: int):
-    "A training transform: a random crop of size `crop` (then the input function leaves it) and a random horizontal flip."
-    def fn(xb, idx, gen):
-        n, side = len(xb), xb.shape[-1]
-        off = torch.randint(0, side - crop + 1, (n, 2), generator=gen)
-        flip = torch.rand(n, generator=gen) < 0.5
-        out = torch.stack([xb[i, :, off[i, 0]:off[i, 0] + crop, off[i, 1]:off[i, 1] + crop] for i in range(n)])
-        out[flip] = out[flip].flip(-1)
-        return out
-    return fn
-
-def split_within_classes(labels, seed: int = 0, min_per_class: int = 4) -> tuple[np.ndarray, np.ndarray]:
-    "(train, test) indices: every class with at least `min_per_class` samples split 50/50 (seeded); smaller classes dropped."
-    labels = np.asarray(labels)
-    rng = np.random.default_rng([seed, 41])
-    tr, te = [], []
-    for c in np.unique(labels):
-        idx = np.flatnonzero(labels == c)
-        if len(idx) < min_per_class: continue
-        idx = idx[rng.permutation(len(idx))]
-        tr.append(idx[: len(idx) // 2]); te.append(idx[len(idx) // 2:])
-    if not tr: raise DataError(f"no class has {min_per_class} or more images: nothing to split 50/50")
-    return np.sort(np.concatenate(tr)), np.sort(np.concatenate(te))
-
 def control_per_class(train_labels, cut: float = 0.9, share: float = 0.25) -> int:
     "The control's images per class: the most that lets the majority classes take the images cut from the minority."
     counts = np.bincount(pd.factorize(np.asarray(train_labels))[0])
@@ -649,81 +497,6 @@ def control_per_class(train_labels, cut: float = 0.9, share: float = 0.25) -> in
         raise DataError(f"the smallest class has {counts.min()} training images: the control would keep {n} per class and "
                         f"the cut classes none; the imbalance study needs at least {need} training images in every class")
     return n
-
-def subsample_classes(df: pd.DataFrame, max_classes: int | None, max_per_class: int | None, seed: int = 0) -> pd.DataFrame:
-    "At most `max_classes` classes (the most populous, ties by label) and `max_per_class` images per class (seeded)."
-    if max_classes:
-        vc = df.label.value_counts()
-        keep = sorted(vc.sort_index().sort_values(ascending=False, kind="stable").index[:max_classes])
-        df = df[df.label.isin(keep)]
-    if max_per_class:
-        rng = np.random.default_rng([seed, 43])
-        keep = [np.sort(rng.choice(idx, max_per_class, replace=False)) if len(idx) > max_per_class else np.asarray(idx)
-                for _, idx in sorted(df.groupby("label").indices.items())]
-        df = df.iloc[np.sort(np.concatenate(keep))]
-    return df.reset_index(drop=True)
-
-# %% ../../nbs/papers/findml_parade.ipynb #35787e65
-class Bottleneck(nn.Module):
-    expansion = 4
-    def __init__(self, cin: int, width: int, stride: int = 1):
-        super().__init__()
-        cout = width * 4
-        self.conv1, self.bn1 = nn.Conv2d(cin, width, 1, bias=False), nn.BatchNorm2d(width)
-        self.conv2, self.bn2 = nn.Conv2d(width, width, 3, stride, 1, bias=False), nn.BatchNorm2d(width)
-        self.conv3, self.bn3 = nn.Conv2d(width, cout, 1, bias=False), nn.BatchNorm2d(cout)
-        self.relu = nn.ReLU(inplace=True)
-        self.downsample = (nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
-                           if stride != 1 or cin != cout else None)
-
-    def forward(self, x):
-        out = self.relu(self.bn1(self.conv1(x)))
-        out = self.relu(self.bn2(self.conv2(out)))
-        out = self.bn3(self.conv3(out))
-        return self.relu(out + (self.downsample(x) if self.downsample is not None else x))
-
-class ResNet50(nn.Module):
-    "ResNet-50 (torchvision's layout and names) without `fc`; frozen batch-norm; forward gives the 2048-d pooled features."
-    def __init__(self):
-        super().__init__()
-        self.conv1, self.bn1 = nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64)
-        self.relu, self.maxpool = nn.ReLU(inplace=True), nn.MaxPool2d(3, 2, 1)
-        cin, layers = 64, []
-        for width, blocks, stride in ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)):
-            seq = []
-            for b in range(blocks):
-                seq.append(Bottleneck(cin, width, stride if b == 0 else 1)); cin = width * 4
-            layers.append(nn.Sequential(*seq))
-        self.layer1, self.layer2, self.layer3, self.layer4 = layers
-        self.avgpool = nn.AdaptiveAvgPool2d(1)
-        for m in self.modules():
-            if isinstance(m, nn.BatchNorm2d):
-                for p in m.parameters(): p.requires_grad_(False)
-
-    def train(self, mode: bool = True):
-        super().train(mode)
-        for m in self.modules():
-            if isinstance(m, nn.BatchNorm2d): m.eval()           # frozen batch-norm
-        return self
-
-    def forward(self, x):
-        x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
-        x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
-        return self.avgpool(x).flatten(1)
-
-def load_resnet50(path) -> ResNet50:
-    "A ResNet50 with the ImageNet weights of `path` (torchvision names; `fc.*` ignored); anything else missing is an error."
-    net = ResNet50()
-    try: state = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as e: raise DataError(f"{path}: cannot read a state dict with weights_only=True ({type(e).__name__}: {e})") from None
-    if isinstance(state, dict) and "state_dict" in state: state = state["state_dict"]
-    state = {k.removeprefix("module."): v for k, v in state.items() if not k.removeprefix("module.").startswith("fc.")}
-    try: missing, unexpected = net.load_state_dict(state, strict=False)
-    except RuntimeError as e:
-        raise DataError(f"{path}: not a ResNet-50 state dict with torchvision's names ({str(e).splitlines()[-1].strip()})") from None
-    if missing or unexpected:
-        raise DataError(f"{path}: not a ResNet-50 state dict with torchvision's names (missing {missing[:3]}, unexpected {unexpected[:3]})")
-    return net
 
 # %% ../../nbs/papers/findml_parade.ipynb #d716a538
 def gap_for_present(gap: dict, present, name: str = "") -> dict:
