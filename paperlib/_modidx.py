@@ -942,8 +942,6 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                                    'paperlib/papers/findml_parade.py'),
                                                'paperlib.papers.findml_parade.rule_c1_benches': ( 'papers/findml_parade.html#rule_c1_benches',
                                                                                                   'paperlib/papers/findml_parade.py'),
-                                               'paperlib.papers.findml_parade.rule_c2': ( 'papers/findml_parade.html#rule_c2',
-                                                                                          'paperlib/papers/findml_parade.py'),
                                                'paperlib.papers.findml_parade.rule_c4': ( 'papers/findml_parade.html#rule_c4',
                                                                                           'paperlib/papers/findml_parade.py'),
                                                'paperlib.papers.findml_parade.rule_c4b': ( 'papers/findml_parade.html#rule_c4b',

@@ -21,7 +21,7 @@ from paperlib.papers.findml_parade import (
     training_counts, minority_classes, run_class_job, run_attr_job, gap_rows, GAP_RULE_CLASS, load_cub, load_cars,
     real_class_bench, real_attr_bench, gap_for_present, control_per_class,
     CELEBA_SHARES, chance_r1, gate_learned, gate_control, gate_gap_exists, gate_sa_learned, paired_family,
-    rule_c1, rule_c2, trend_test, rule_c4, rule_c4b, rule_c5, rule_all_significant, rule_share_significant, rule_direction,
+    rule_c1, trend_test, rule_c4, rule_c4b, rule_c5, rule_all_significant, rule_share_significant, rule_direction,
     rule_lenient, rule_probe_lower, rule_c10, rule_not_reduced, c5_implied_ratio, leave_one_seed_out, fragile, make_jobs, knn_purity,
     item_gap_values, item_gap_diff, rule_every_comparison, thickness_taus, THICKNESS_TAU, check_part_b_budget, a_probe_backbone,
     render_attribute, digits_halves)
@@ -173,13 +173,6 @@ def test_rule_c1():
     assert not rule_c1({**p_ok, "c": 0.2}, p_ok, 0.1, 0.01)[0]               # 2 of 4 for R@1
     assert not rule_c1(p_ok, p_ok, 0.04, 0.01)[0]                              # 0.04 < 5 x 0.01
     assert not rule_c1(p_ok, p_ok, -0.01, -0.02)[0]                            # no gap at all
-
-
-def test_rule_c2():
-    p = {(m, c): 0.01 for m in ("Margin·D", "Triplet·D") for c in ("LR", "RF")}
-    assert rule_c2(p)[0]
-    assert not rule_c2({**p, ("Triplet·D", "RF"): 0.06})[0]
-    assert not rule_c2({k: v for k, v in p.items() if k[0] == "Margin·D"})[0]   # Triplet·D not run
 
 
 def test_item_gap_values_match_the_subgroup_tables():

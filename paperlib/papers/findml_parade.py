@@ -28,20 +28,20 @@ from ..report import rule_outcome, rule, RuleResult
 
 # %% auto #0
 __all__ = ['METHODS', 'LOSS_PARAMS', 'MINER_PARAMS', 'LOSS_LR', 'GAP_RULE_CLASS', 'LFW_SHARES', 'CELEBA_SHARES', 'COLOUR_SHARES',
-           'THICKNESS_TAU', 'CELEBA_THICK_SHIFT', 'COLOUR_RENDER', 'LFW_RENDER', 'CELEBA_RENDER', 'VARIANTS', 'SWEEP',
-           'FOLDERS', 'WEIGHTS_FOLDER', 'WEIGHTS_FILE', 'CUB_ATTRS', 'CUB_IMAGE_ATTRS', 'PRIMARY', 'WEIGHTS',
-           'DATASETS', 'PAPER_T1', 'PAPER_T10', 'PAPER_T7', 'PAPER_T9', 'PAPER_T6', 'PAPER_T11', 'PAPER_T8',
-           'PAPER_T2A', 'PAPER_T2B', 'PAPER_T16', 'PAPER_T14', 'PAPER_T18', 'PAPER_T19', 'PAPER_T13_OVERALL',
-           'PAPER_T17', 'PAPER_T20', 'PAPER_T13', 'PAPER_T12', 'PAPER_T21', 'PAPER_PREVALENCE',
-           'PAPER_PREVALENCE_NAMES', 'NOT_REDUCED_MARGIN', 'C10_MARGIN', 'method_spec', 'mlp_backbone', 'cnn_backbone',
-           'ParadeNet', 'ParadeResult', 'ParadeTerms', 'train_parade', 'gap_rows', 'thickness', 'thickness_taus',
-           'render', 'digits_halves', 'minority_classes', 'training_counts', 'make_attribute', 'render_attribute',
-           'ClassBench', 'AttrBench', 'digits_class_bench', 'digits_attr_bench', 'evaluate_model', 'embed_attribute',
+           'THICKNESS_TAU', 'CELEBA_THICK_SHIFT', 'COLOUR_RENDER', 'LFW_RENDER', 'CELEBA_RENDER', 'VARIANTS', 'FOLDERS',
+           'WEIGHTS_FOLDER', 'WEIGHTS_FILE', 'CUB_ATTRS', 'CUB_IMAGE_ATTRS', 'PRIMARY', 'WEIGHTS', 'DATASETS',
+           'PAPER_T1', 'PAPER_T10', 'PAPER_T7', 'PAPER_T9', 'PAPER_T6', 'PAPER_T11', 'PAPER_T8', 'PAPER_T2A',
+           'PAPER_T2B', 'PAPER_T16', 'PAPER_T14', 'PAPER_T18', 'PAPER_T19', 'PAPER_T13_OVERALL', 'PAPER_T17',
+           'PAPER_T20', 'PAPER_T13', 'PAPER_T12', 'PAPER_T21', 'PAPER_PREVALENCE', 'PAPER_PREVALENCE_NAMES',
+           'NOT_REDUCED_MARGIN', 'C10_MARGIN', 'method_spec', 'mlp_backbone', 'cnn_backbone', 'ParadeNet',
+           'ParadeResult', 'ParadeTerms', 'train_parade', 'gap_rows', 'thickness', 'thickness_taus', 'render',
+           'digits_halves', 'minority_classes', 'training_counts', 'make_attribute', 'render_attribute', 'ClassBench',
+           'AttrBench', 'digits_class_bench', 'digits_attr_bench', 'evaluate_model', 'embed_attribute',
            'embed_features', 'class_groups', 'run_class_job', 'a_probe_backbone', 'run_attr_job', 'load_cub',
            'table_files', 'load_cars', 'control_per_class', 'gap_for_present', 'real_model_fn', 'real_class_bench',
            'real_attr_bench', 'make_jobs', 'check_part_b_budget', 'mean_sd', 'pick', 'knn_purity', 'tsne_sample',
            'chance_r1', 'gate_learned', 'gate_control', 'gate_gap_exists', 'gate_sa_learned', 'paired_family',
-           'leave_one_seed_out', 'fragile', 'rule_c1', 'rule_c2', 'trend_test', 'rule_c4', 'rule_c4b', 'rule_c5',
+           'leave_one_seed_out', 'fragile', 'rule_c1', 'trend_test', 'rule_c4', 'rule_c4b', 'rule_c5',
            'c5_implied_ratio', 'rule_all_significant', 'rule_share_significant', 'rule_direction', 'rule_not_reduced',
            'rule_lenient', 'rule_probe_lower', 'rule_c10', 'item_gap_values', 'item_gap_diff', 'rule_every_comparison',
            'rule_c1_benches', 'rule_significant', 'rule_block', 'rule_c7m', 'rule_c10_benches']
@@ -240,8 +240,6 @@ def minority_classes(classes, seed: int, k: int | None = None) -> list:
     classes = sorted(classes)
     k = max(1, int(np.floor(len(classes) / 4 + 0.5))) if k is None else k   # round half up: 3 of 10
     return sorted(np.asarray(classes)[np.random.default_rng([seed, 11]).choice(len(classes), k, replace=False)].tolist())
-
-SWEEP = ((50, 50), (40, 60), (30, 70), (20, 80), (10, 90), (5, 95))
 
 def training_counts(setting: str, classes, minority, per_class: int, cut: float = 0.9) -> dict:
     "Class counts of 'Bal' (per_class each), 'Imb' (minority cut by `cut`, total kept) or a sweep level 'r_min:r_maj'."
@@ -782,12 +780,6 @@ def rule_c1(p_r1: dict, p_nmi: dict, imb_r1_mean: float, bal_r1_mean: float, alp
         if len(ok) < share * len(p): fails.append(f"{name}: {len(ok)} of {len(p)} methods significant (need {share:.0%})")
     if not (imb_r1_mean > 0 and imb_r1_mean >= ratio * bal_r1_mean):
         fails.append(f"mean R@1 gap Imb {imb_r1_mean:.4f} vs {ratio:g} x Bal {bal_r1_mean:.4f}")
-    return rule_outcome(fails)
-
-def rule_c2(p: dict, required=("Margin·D", "Triplet·D"), classifiers=("LR", "RF"), alpha: float = 0.05) -> tuple[bool, str | None]:
-    "C2: the accuracy-gap test is significant for every required method and classifier ({(method, clf): p_adj})."
-    fails = [f"{m} {c}: p_adj {p[(m, c)]:.3g}" if (m, c) in p else f"{m} {c}: not run" for m in required for c in classifiers
-             if (m, c) not in p or not p[(m, c)] < alpha]
     return rule_outcome(fails)
 
 def trend_test(level, gap) -> tuple[float, float]:
