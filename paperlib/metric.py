@@ -20,10 +20,10 @@ __all__ = ['LOSSES', 'CLASSIFICATION_LOSSES', 'LOSS_NAMES', 'MINERS', 'EXTRA_LOS
            'MARGIN_DEFAULTS', 'EXTRA_MINERS', 'RETRIEVAL_METRICS', 'METRIC_SHORT', 'NORM', 'check_loss',
            'is_classification_loss', 'make_loss', 'make_miner', 'check_dml_loss', 'make_dml_loss',
            'SemihardSampledMiner', 'make_dml_miner', 'accuracy_calculator', 'retrieval_metrics', 'map_at_r',
-           'r_precision', 'precision_at_1', 'map_at_r_torch', 'random_map_at_r_draws', 'random_map_at_r', 'recall_hits',
-           'recall_at_k', 'sklearn_kmeans', 'cluster_nmi', 'uniformity_kl', 'EmbeddingCNN', 'embed', 'Bottleneck',
-           'ResNet50', 'load_resnet50', 'image_input', 'crop_flip', 'batches', 'LossTerm', 'TrainResult',
-           'train_embedder', 'repeated_metrics', 'mean_std']
+           'r_precision', 'precision_at_1', 'map_at_r_torch', 'random_map_at_r_draws', 'random_map_at_r', 'chance_r1',
+           'knn_purity', 'recall_hits', 'recall_at_k', 'sklearn_kmeans', 'cluster_nmi', 'uniformity_kl', 'EmbeddingCNN',
+           'embed', 'Bottleneck', 'ResNet50', 'load_resnet50', 'image_input', 'crop_flip', 'batches', 'LossTerm',
+           'TrainResult', 'train_embedder', 'repeated_metrics', 'mean_std']
 
 # %% ../nbs/10_metric.ipynb #a3f8d71f
 LOSSES = dict(contrastive="ContrastiveLoss", triplet="TripletMarginLoss", multi_similarity="MultiSimilarityLoss",
@@ -196,6 +196,20 @@ def random_map_at_r_draws(labels, dim: int = 128, draws: int = 20, seed: int = 0
 def random_map_at_r(labels, dim: int = 128, draws: int = 20, seed: int = 0) -> float:
     "Mean MAP@R of `draws` sets of random unit embeddings with `labels`."
     return float(random_map_at_r_draws(labels, dim, draws, seed).mean())
+
+# %% ../nbs/10_metric.ipynb #012392aa
+def chance_r1(labels) -> float:
+    "Expected R@1 of a random ranking: the probability that a random other item shares the class."
+    c = np.unique(np.asarray(labels), return_counts=True)[1].astype(float)
+    n = c.sum()
+    return float((c * (c - 1)).sum() / (n * (n - 1)))
+
+def knn_purity(E, labels, k: int = 10) -> float:
+    "Mean share of each point's k nearest neighbours (Euclidean, self excluded) that share its label."
+    E = torch.as_tensor(np.asarray(E), dtype=torch.float64); lab = np.asarray(labels).astype(str)
+    D = torch.cdist(E, E); D.fill_diagonal_(float("inf"))
+    nn_idx = D.topk(min(k, len(lab) - 1), largest=False).indices.numpy()
+    return float((lab[nn_idx] == lab[:, None]).mean())
 
 # %% ../nbs/10_metric.ipynb #2f13d243
 def recall_hits(embeddings, labels, k: int = 1, query=None, chunk: int = 2048) -> np.ndarray:

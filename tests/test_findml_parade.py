@@ -12,18 +12,18 @@ import torch
 from paperlib.data import DataError
 from paperlib.datasets import (CUB as CUB_DATASET, CARS, CELEBA, LFW, write_tiny_cub, write_tiny_cars, write_tiny_celeba, write_tiny_lfw,
                                read_celeba as load_celeba, read_lfw as load_lfw, LFW_RACES, ita_category)
-from paperlib.metric import ResNet50, load_resnet50
-from paperlib.fairness import subgroup_gap, check_shares
+from paperlib.metric import ResNet50, load_resnet50, chance_r1, knn_purity
+from paperlib.fairness import subgroup_gap, check_shares, item_gap_values, item_gap_diff
 from paperlib.metric import train_embedder
 from paperlib.papers.findml_parade import (
     FOLDERS, METHODS, MINER_PARAMS, VARIANTS, PAPER_T13, PAPER_T17, PAPER_T19, PAPER_T20, PAPER_T2A, PAPER_T2B,
     ParadeNet, ParadeTerms, mlp_backbone, train_parade, method_spec, digits_class_bench, digits_attr_bench, make_attribute,
     training_counts, minority_classes, run_class_job, run_attr_job, gap_rows, GAP_RULE_CLASS, load_cub, load_cars,
     real_class_bench, real_attr_bench, gap_for_present, control_per_class,
-    CELEBA_SHARES, chance_r1, gate_learned, gate_control, gate_gap_exists, gate_sa_learned, paired_family,
+    CELEBA_SHARES, gate_learned, gate_control, gate_gap_exists, gate_sa_learned, paired_family,
     rule_c1, trend_test, rule_c4, rule_c4b, rule_c5, rule_all_significant, rule_share_significant, rule_direction,
-    rule_lenient, rule_probe_lower, rule_c10, rule_not_reduced, c5_implied_ratio, leave_one_seed_out, fragile, make_jobs, knn_purity,
-    item_gap_values, item_gap_diff, rule_every_comparison, thickness_taus, THICKNESS_TAU, check_part_b_budget, a_probe_backbone,
+    rule_lenient, rule_probe_lower, rule_c10, rule_not_reduced, c5_implied_ratio, leave_one_seed_out, fragile, make_jobs,
+    rule_every_comparison, thickness_taus, THICKNESS_TAU, check_part_b_budget, a_probe_backbone,
     render_attribute, digits_halves)
 
 TINY_CFG = dict(steps=3, batch_size=16, m=2, lr=1e-3, weight_decay=4e-4, xi_lr=1e-3, xi_hidden=16, classifiers=("LR",),

@@ -18,11 +18,13 @@ from ..data import DataError, DataSource, Column, Layout, read_table, fingerprin
 from ..datasets import (Dataset, register_dataset, read_cub, read_cars, cub_home, read_celeba, read_lfw, LFW_RACES,
                                load_images, split_within_classes, subsample_classes)
 from ..metric import (DML_LOSS_NAMES, check_dml_loss, make_dml_loss, make_dml_miner, train_embedder, LossTerm, embed,
-                             batches, mean_std, recall_hits, ResNet50, load_resnet50, image_input, crop_flip)
+                             batches, mean_std, recall_hits, ResNet50, load_resnet50, image_input, crop_flip,
+                             chance_r1, knn_purity)
 from ..fairness import (OVERALL, subgroup_upstream, subgroup_downstream, subgroup_alignment, subgroup_gap,
                                worst_group, fit_predict, CLASSIFIERS, imbalanced_counts, ratio_counts, take_counts,
                                check_shares, draw_attribute, class_tilted_shares, oversample_groups,
-                               DomainIndependentLR, attribute_probe, xi_network, decorrelation, paired_difference)
+                               DomainIndependentLR, attribute_probe, xi_network, decorrelation, paired_difference,
+                               item_gap_values, item_gap_diff)
 from ..stats import correct_pvalues, not_worse
 from ..report import rule_outcome, rule, RuleResult
 
@@ -39,12 +41,12 @@ __all__ = ['METHODS', 'LOSS_PARAMS', 'MINER_PARAMS', 'LOSS_LR', 'GAP_RULE_CLASS'
            'AttrBench', 'digits_class_bench', 'digits_attr_bench', 'evaluate_model', 'embed_attribute',
            'embed_features', 'class_groups', 'run_class_job', 'a_probe_backbone', 'run_attr_job', 'load_cub',
            'table_files', 'load_cars', 'control_per_class', 'gap_for_present', 'real_model_fn', 'real_class_bench',
-           'real_attr_bench', 'make_jobs', 'check_part_b_budget', 'mean_sd', 'pick', 'knn_purity', 'tsne_sample',
-           'chance_r1', 'gate_learned', 'gate_control', 'gate_gap_exists', 'gate_sa_learned', 'paired_family',
-           'leave_one_seed_out', 'fragile', 'rule_c1', 'trend_test', 'rule_c4', 'rule_c4b', 'rule_c5',
-           'c5_implied_ratio', 'rule_all_significant', 'rule_share_significant', 'rule_direction', 'rule_not_reduced',
-           'rule_lenient', 'rule_probe_lower', 'rule_c10', 'item_gap_values', 'item_gap_diff', 'rule_every_comparison',
-           'rule_c1_benches', 'rule_significant', 'rule_block', 'rule_c7m', 'rule_c10_benches']
+           'real_attr_bench', 'make_jobs', 'check_part_b_budget', 'mean_sd', 'pick', 'tsne_sample', 'gate_learned',
+           'gate_control', 'gate_gap_exists', 'gate_sa_learned', 'paired_family', 'leave_one_seed_out', 'fragile',
+           'rule_c1', 'trend_test', 'rule_c4', 'rule_c4b', 'rule_c5', 'c5_implied_ratio', 'rule_all_significant',
+           'rule_share_significant', 'rule_direction', 'rule_not_reduced', 'rule_lenient', 'rule_probe_lower',
+           'rule_c10', 'rule_every_comparison', 'rule_c1_benches', 'rule_significant', 'rule_block', 'rule_c7m',
+           'rule_c10_benches']
 
 # %% ../../nbs/papers/findml_parade.ipynb #4b67cb6a
 METHODS = {
@@ -701,13 +703,6 @@ def pick(df: pd.DataFrame, **eq) -> pd.DataFrame:
     return df[m]
 
 # %% ../../nbs/papers/findml_parade.ipynb #d70eb59a
-def knn_purity(E, labels, k: int = 10) -> float:
-    "Mean share of each point's k nearest neighbours (Euclidean, self excluded) that share its label."
-    E = torch.as_tensor(np.asarray(E), dtype=torch.float64); lab = np.asarray(labels).astype(str)
-    D = torch.cdist(E, E); D.fill_diagonal_(float("inf"))
-    nn_idx = D.topk(min(k, len(lab) - 1), largest=False).indices.numpy()
-    return float((lab[nn_idx] == lab[:, None]).mean())
-
 def tsne_sample(groups, n: int, seed: int = 0, keep_small: int = 30) -> np.ndarray:
     "Indices of a subsample of about n points that keeps every point of groups with at most `keep_small` members."
     groups = np.asarray(groups).astype(str)
@@ -718,12 +713,6 @@ def tsne_sample(groups, n: int, seed: int = 0, keep_small: int = 30) -> np.ndarr
     return np.sort(np.r_[np.flatnonzero(small), take])
 
 # %% ../../nbs/papers/findml_parade.ipynb #12cb94ed
-def chance_r1(labels) -> float:
-    "Expected R@1 of a random ranking: the probability that a random other item shares the class."
-    c = np.unique(np.asarray(labels), return_counts=True)[1].astype(float)
-    n = c.sum()
-    return float((c * (c - 1)).sum() / (n * (n - 1)))
-
 def gate_learned(r1, chance: float, k: float = 5.0) -> bool:
     "Every R@1 is at least k times the chance level."
     r1 = np.asarray(r1, dtype=float)
@@ -858,48 +847,6 @@ def rule_c10(parade_r1, standard_r1, margin: float = C10_MARGIN) -> dict:
     return not_worse(s - p, margin)
 
 # %% ../../nbs/papers/findml_parade.ipynb #34b3fe08
-def item_gap_values(y, groups, a, metric: str, labels, names, W=None) -> np.ndarray:
-    """Per-subgroup values of one model's per-item outcomes `a`, under item weights W (B, n) (None: each item once).
-    metric 'hits': `a` are 0/1 R@k hits, the value is their mean (R@k); 'acc': `a` are predictions, the share correct;
-    'prec' / 'rec': `a` are predictions, macro precision / recall over all `labels` with zero_division 0, as
-    subgroup_downstream computes them. Returns (B, len(names))."""
-    y, a, groups = np.asarray(y), np.asarray(a), np.asarray(groups, dtype=object)
-    W = np.ones((1, len(y))) if W is None else np.asarray(W, float)
-    G = np.stack([groups == g for g in names], 1).astype(float)                      # (n, G)
-    if metric in ("hits", "acc"):
-        c = a.astype(float) if metric == "hits" else (a == y).astype(float)
-        with np.errstate(invalid="ignore", divide="ignore"): return (W @ (G * c[:, None])) / (W @ G)
-    if metric not in ("prec", "rec"): raise ValueError(f"unknown metric {metric!r}; valid: hits, acc, prec, rec")
-    L = np.asarray(labels)
-    Y, P = (y[:, None] == L[None]).astype(float), (a[:, None] == L[None]).astype(float)   # (n, L)
-    out = np.empty((len(W), len(names)))
-    for j in range(len(names)):
-        tp, den = W @ (G[:, j:j + 1] * Y * P), W @ (G[:, j:j + 1] * (Y if metric == "rec" else P))
-        with np.errstate(invalid="ignore", divide="ignore"): out[:, j] = np.where(den > 0, tp / np.where(den > 0, den, 1), 0).mean(1)
-        out[W @ G[:, j] == 0, j] = np.nan                                             # a subgroup with no item has no value
-    return out
-
-def item_gap_diff(y, groups, a, b, gap: dict, metric: str = "acc", labels=None, margin: float = 0.0, level: float = 0.95,
-                  n_boot: int = 1000, seed: int = 0) -> dict:
-    """Within one replicate block: does arm `a` have a larger subgroup gap than arm `b` on the same test items?
-    gap(a) - gap(b) with `gap` a subgroup_gap rule, its one-sided `level` lower bound from a paired bootstrap over the
-    test items (each resample draws items, both arms keep their outcome on them). passed: lower bound > `margin`
-    (`beats` for margin >= 0; a negative margin is a non-inferiority bound, as `not_worse`); a tie never passes; None
-    when the bound cannot be computed. The gap is not a mean over items (macro precision, top-bottom rules), so the
-    statistic itself is resampled rather than a per-item difference."""
-    from paperlib.fairness import subgroup_gap
-    y, groups = np.asarray(y), np.asarray(groups, dtype=object)
-    if not len(y) == len(groups) == len(a) == len(b): raise ValueError(f"item_gap_diff: {len(y)} labels, {len(groups)} groups, {len(a)} and {len(b)} outcomes")
-    names = [g for g in dict.fromkeys(groups.tolist())]
-    labels = np.unique(y) if labels is None else labels
-    W = np.vstack([np.ones(len(y)), np.random.default_rng([seed, 77]).multinomial(len(y), np.full(len(y), 1 / len(y)), size=n_boot)])
-    va, vb = item_gap_values(y, groups, a, metric, labels, names, W), item_gap_values(y, groups, b, metric, labels, names, W)
-    d = np.array([subgroup_gap(dict(zip(names, x)), **gap) - subgroup_gap(dict(zip(names, z)), **gap) for x, z in zip(va, vb)])
-    boot = d[1:][np.isfinite(d[1:])]
-    lower = float(np.quantile(boot, 1 - level)) if len(boot) >= 0.9 * n_boot else float("nan")
-    return dict(estimate=float(d[0]), lower=lower, margin=margin, level=level, n=len(y), n_boot=n_boot,
-                passed=None if not np.isfinite(lower) else bool(lower > margin))
-
 @rule(passes=dict(outcomes={"a": True, "b": True}), fails=dict(outcomes={"a": True, "b": False}))
 def rule_every_comparison(outcomes: dict) -> tuple[bool | None, str | None]:
     """One block's outcome when a claim needs every comparison to hold ({name: passed}): True when all pass, None when one
@@ -908,7 +855,6 @@ def rule_every_comparison(outcomes: dict) -> tuple[bool | None, str | None]:
     if any(v is None for v in outcomes.values()): return None, "not computable: " + ", ".join(k for k, v in outcomes.items() if v is None)
     bad = [k for k, v in outcomes.items() if not v]
     return (False, "fails: " + ", ".join(bad)) if bad else (True, None)
-
 
 # %% ../../nbs/papers/findml_parade.ipynb #641e0064
 @rule(passes=dict(benches={"D": dict(p_r1=dict(a=0.01), p_nmi=dict(a=0.01), imb_r1_mean=0.2, bal_r1_mean=0.01)}),
