@@ -18,10 +18,10 @@ import torch
 
 from paperlib.core import replicate_seeds, parallel_map
 from paperlib.train import lr_range_test
-from paperlib.metric import make_dml_loss, make_dml_miner, batches
+from paperlib.metric import make_dml_loss, make_dml_miner, batches, chance_r1
 from paperlib.fairness import subgroup_gap, OVERALL
 from paperlib.papers.findml_parade import (VARIANTS, ParadeNet, mlp_backbone, digits_attr_bench, method_spec, train_parade,
-                                           run_attr_job, chance_r1, gate_learned, gate_sa_learned, gate_gap_exists)
+                                           run_attr_job, gate_learned, gate_sa_learned, gate_gap_exists)
 
 CAL_SEEDS = (1_000_000, 1_000_001)
 PARADE_HP = {"LFW-like": (0.3, 100.0), "CelebA-like": (0.1, 1000.0), "colour-like": (0.3, 1500.0)}

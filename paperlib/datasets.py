@@ -4,7 +4,7 @@
 
 # %% ../nbs/24_datasets.ipynb #714b8a60
 from __future__ import annotations
-import importlib, shutil
+import importlib, re, shutil
 from dataclasses import dataclass
 from collections.abc import Callable
 from pathlib import Path
@@ -12,16 +12,20 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .data import DataError, Column, Layout, read_tables, read_mat_records
+from .data import DataError, Column, Layout, read_table, read_tables, read_mat_records, fingerprint_real, cache_dir
 
 # %% auto #0
 __all__ = ['REGISTRY', 'POWERTAC_HOURS', 'POWERTAC_META', 'POWERTAC_LAYOUTS', 'POWERTAC_COUNTERFACTUAL', 'POWERTAC',
            'SALIENT_FOLDER', 'TASKS_FOLDER', 'SALIENT_REASONS', 'MINORITY_TASKS', 'COMPANY_LAYOUT', 'PRODUCT_LAYOUT',
            'TASK_LAYOUT', 'SALIENT', 'MINORITY', 'CUB_IMAGES_TXT', 'CUB_LABELS_TXT', 'CUB_LAYOUTS', 'CUB_BREAKAGES',
-           'CUB', 'CARS_BREAKAGES', 'CARS', 'Dataset', 'register_dataset', 'get_dataset', 'find_folder',
-           'dataset_folders', 'folder_status', 'read_powertac_counterfactuals', 'write_tiny_powertac', 'read_powertac',
-           'read_labelled_csv', 'read_lines', 'read_salient_facts', 'read_minority_tasks', 'check_class_range',
-           'tiny_image', 'cub_home', 'read_cub', 'write_tiny_cub', 'read_cars', 'write_tiny_cars']
+           'CUB', 'CARS_BREAKAGES', 'CARS', 'ITA_BINS', 'CELEBA_IDS', 'CELEBA_MARKS', 'CELEBA_IDS_LAYOUT',
+           'CELEBA_SKIN', 'CELEBA_BREAKAGES', 'CELEBA', 'LFW_RACES', 'LFW_ATTRS', 'LFW_TINY_RACES', 'LFW_BREAKAGES',
+           'LFW', 'Dataset', 'register_dataset', 'get_dataset', 'find_folder', 'dataset_folders', 'folder_status',
+           'read_powertac_counterfactuals', 'write_tiny_powertac', 'read_powertac', 'read_labelled_csv', 'read_lines',
+           'read_salient_facts', 'read_minority_tasks', 'check_class_range', 'tiny_image', 'cub_home', 'read_cub',
+           'write_tiny_cub', 'read_cars', 'write_tiny_cars', 'read_table_after', 'ita_category', 'patch_ita',
+           'read_celeba', 'write_tiny_celeba', 'read_lfw', 'write_tiny_lfw', 'load_images', 'split_within_classes',
+           'subsample_classes']
 
 # %% ../nbs/24_datasets.ipynb #f9fe6ab5
 @dataclass(eq=False)
@@ -523,3 +527,201 @@ CARS_BREAKAGES = (
 
 CARS = register_dataset(Dataset("cars196", "Cars196 (Stanford Cars): 16,185 photos of 196 car models", check=read_cars,
                                 write_tiny=write_tiny_cars, breakages=CARS_BREAKAGES))
+
+# %% ../nbs/24_datasets.ipynb #782abc0f
+def read_table_after(path, columns, skip: int, first_line=None, **kw) -> pd.DataFrame:
+    "read_table of `path` without its first `skip` lines (`first_line(text)`: a replacement line put first); errors name the real file and line."
+    import tempfile
+    path = Path(path)
+    if not path.is_file(): raise DataError(f"missing file {path}")
+    lines = path.read_bytes().splitlines(keepends=True)
+    head = [first_line(lines[skip - 1].decode("utf-8-sig", errors="replace").rstrip("\r\n")).encode() + b"\n"] if first_line else []
+    shift = skip - len(head)
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d) / path.name
+        tmp.write_bytes(b"".join(head + lines[skip:]))
+        try: df = read_table(tmp, columns, **kw)
+        except DataError as e:
+            msg = re.sub(r"row (\d+)", lambda m: f"row {int(m[1]) + shift}", str(e).replace(str(tmp), str(path)))
+            raise DataError(msg) from None
+    df.attrs["lines"] = [l + shift for l in df.attrs["lines"]]
+    return df
+
+def _check_files(paths, table, lines, col="path"):
+    for p, t, l in zip(paths, [table] * len(paths) if isinstance(table, (str, Path)) else table, lines):
+        if not Path(p).is_file(): raise DataError(f"{t}, row {l}, column {col!r}: missing image file {p}")
+
+ITA_BINS = ((50, "I"), (40, "II"), (30, "III"), (20, "IV"), (10, "V"), (-np.inf, "VI"))
+
+def ita_category(ita: float) -> str:
+    "Fitzpatrick type of an ITA angle (Table 23)."
+    return next(c for lo, c in ITA_BINS if ita >= lo)
+
+def patch_ita(img: np.ndarray, points, half: int = 10) -> float:
+    "Mean ITA over 20x20 patches (clipped to the image) centred at `points` [(x, y)] of an RGB uint8 image."
+    from skimage.color import rgb2lab
+    lab = rgb2lab(img[..., :3])
+    vals = []
+    for x, y in points:
+        p = lab[max(0, y - half):y + half, max(0, x - half):x + half].reshape(-1, 3)
+        if len(p): vals.append(np.degrees(np.arctan((p[:, 0] - 50) / np.where(np.abs(p[:, 2]) < 1e-6, 1e-6, p[:, 2]))))
+    if not vals: return np.nan
+    return float(np.concatenate(vals).mean())
+
+# %% ../nbs/24_datasets.ipynb #700b617a
+CELEBA_IDS = [Column("image", doc="file name under img_align_celeba/"), Column("identity", kind="int", doc="person")]
+CELEBA_MARKS = [Column("image"), *[Column(c, kind="int") for c in ("lefteye_x", "lefteye_y", "righteye_x", "righteye_y",
+                "nose_x", "nose_y", "leftmouth_x", "leftmouth_y", "rightmouth_x", "rightmouth_y")]]
+CELEBA_IDS_LAYOUT = Layout("CelebA identities", "one line per image: file name and person", CELEBA_IDS, index="identity_CelebA.txt",
+                           sep=None, header=False, unique=("image",))
+
+def _celeba_marks(folder: Path, known) -> pd.DataFrame:
+    marks_path = folder / "list_landmarks_align_celeba.txt"
+    if marks_path.is_file():
+        second = (marks_path.read_text(encoding="utf-8-sig", errors="replace").splitlines() + ["", ""])[1]
+        if "nose_x" not in second.split():
+            raise DataError(f"{marks_path}, row 2: expected the header line (lefteye_x lefteye_y ... nose_x nose_y ...), got {second[:60]!r}")
+    marks = read_table_after(marks_path, CELEBA_MARKS, skip=2, sep=None, header=False, unique=("image",))
+    for i, im in enumerate(marks.image):
+        if im not in known: raise _bad_row(marks_path, marks, i, "image", f"{im} is not in {folder / 'identity_CelebA.txt'}")
+    return marks.set_index("image")
+
+def read_celeba(folder, cache: Path | None = None) -> pd.DataFrame:
+    "CelebA index (path, label = identity, ita, skin type from ITA, table, line) of `celeba/`; ITA cached as CSV by content."
+    from PIL import Image
+    folder = Path(folder)
+    ids = read_table(folder / "identity_CelebA.txt", CELEBA_IDS, sep=None, header=False, unique=("image",))
+    m = _celeba_marks(folder, set(ids.image))
+    missing = [(i, im) for i, im in enumerate(ids.image) if im not in m.index]
+    if missing: raise _bad_row(folder / "identity_CelebA.txt", ids, missing[0][0], "image",
+                               f"{missing[0][1]} has no landmarks in {folder / 'list_landmarks_align_celeba.txt'}")
+    df = pd.DataFrame(dict(path=[str(folder / "img_align_celeba" / p) for p in ids.image], label=ids.identity,
+                           table=str(folder / "identity_CelebA.txt"), line=ids.attrs["lines"], image=ids.image))
+    _check_files(df.path, df.table, df.line, "image")
+    key = fingerprint_real(folder, ["identity_CelebA.txt", "list_landmarks_align_celeba.txt",
+                                    *[Path("img_align_celeba") / p for p in ids.image]])
+    cache = Path(cache) if cache else cache_dir() / "findml_parade"        # where the angles were first cached
+    cfile = cache / f"celeba_ita_{key}.csv"
+    if cfile.is_file():
+        ita = pd.read_csv(cfile).set_index("image").ita
+    else:
+        vals = []
+        for im, p in zip(df.image, df.path):
+            r = m.loc[im]
+            with Image.open(p) as f: img = np.asarray(f.convert("RGB"))
+            vals.append(patch_ita(img, [(r.lefteye_x, r.nose_y), (r.righteye_x, r.nose_y), (r.nose_x, r.nose_y)]))
+        ita = pd.Series(vals, index=df.image.to_numpy(), name="ita")
+        cache.mkdir(parents=True, exist_ok=True)
+        ita.rename_axis("image").reset_index().to_csv(cfile, index=False)
+    df["ita"] = df.image.map(ita).to_numpy()
+    df["skin"] = [ita_category(v) if np.isfinite(v) else None for v in df.ita]
+    return df.drop(columns="image")
+
+CELEBA_SKIN = ((240, 215, 200), (225, 190, 165), (200, 160, 130), (170, 125, 95), (130, 90, 65), (80, 55, 40), (235, 205, 185), (150, 105, 80))
+
+def write_tiny_celeba(folder, skins=CELEBA_SKIN, per_person: int = 8) -> None:
+    "A tiny CelebA under `folder`: one person per colour of `skins` (persons 101, 102, ...), `per_person` 40x48 faces each."
+    folder = Path(folder)
+    ids, marks, i = [], [], 0
+    for person, rgb in enumerate(skins, 1):
+        for _ in range(per_person):
+            i += 1
+            tiny_image(folder / "img_align_celeba" / f"{i:06d}.jpg", rgb, i, size=(40, 48))
+            ids.append(f"{i:06d}.jpg {person + 100}"); marks.append(f"{i:06d}.jpg 12 18 28 18 20 26 14 36 26 36")
+    (folder / "identity_CelebA.txt").write_text("\n".join(ids) + "\n")
+    head = "lefteye_x lefteye_y righteye_x righteye_y nose_x nose_y leftmouth_x leftmouth_y rightmouth_x rightmouth_y"
+    (folder / "list_landmarks_align_celeba.txt").write_text(f"{len(marks)}\n{head}\n" + "\n".join(marks) + "\n")
+
+CELEBA_BREAKAGES = (         # the identity table `paperlib list` judges; read_celeba's landmark checks are tested with it
+    ("identity not a number", _edit("identity_CelebA.txt", _set(1, "000002.jpg abc")), "identity_CelebA.txt, row 2, column 'identity': 'abc' is not a valid int"),
+    ("duplicate image", _edit("identity_CelebA.txt", _set(2, "000001.jpg 101")), "identity_CelebA.txt, row 3, column 'image': '000001.jpg' repeats row 1"),
+    ("identity file empty", _write("identity_CelebA.txt", b""), "identity_CelebA.txt has no rows"),
+)
+CELEBA = register_dataset(Dataset("celeba", "CelebA: aligned face photos with identities and landmarks", (CELEBA_IDS_LAYOUT,),
+                                  write_tiny=write_tiny_celeba, breakages=CELEBA_BREAKAGES))
+
+# %% ../nbs/24_datasets.ipynb #d4cbc03d
+LFW_RACES = ("White", "Black", "Asian", "Indian")
+LFW_ATTRS = [Column("person"), Column("imagenum", kind="int"), *[Column(r, kind="float") for r in LFW_RACES]]
+
+def read_lfw(folder) -> pd.DataFrame:
+    "LFW index (path, label = person, race, table, line) of `lfw/`: the images of lfw_attributes.txt with a race score above 0."
+    folder = Path(folder)
+    photos = folder / "lfw" if (folder / "lfw").is_dir() else folder
+    path = folder / "lfw_attributes.txt"
+    fix = lambda line: re.sub(r"^#\s*", "", line.rstrip("\r\n"))
+    t = read_table_after(path, LFW_ATTRS, skip=2, first_line=fix, sep="\t", header=True, unique=(("person", "imagenum"),), key="person")
+    scores = t[list(LFW_RACES)].to_numpy()
+    race = np.where(scores.max(1) > 0, np.asarray(LFW_RACES)[scores.argmax(1)], None)
+    names = [p.strip().replace(" ", "_") for p in t.person]
+    df = pd.DataFrame(dict(path=[str(photos / n / f"{n}_{k:04d}.jpg") for n, k in zip(names, t.imagenum)],
+                           label=pd.factorize(pd.Series(names))[0] + 1, race=race, table=str(path), line=t.attrs["lines"]))
+    _check_files(df.path, df.table, df.line, "person")
+    return df
+
+LFW_TINY_RACES = ("White", "White", "White", "Asian", "Asian", "Black", "Black", "Indian")
+
+def write_tiny_lfw(folder, races=LFW_TINY_RACES, per_person: int = 8) -> None:
+    "A tiny LFW under `folder` (lfw/<person>/, lfw_attributes.txt): one person per entry of `races`, `per_person` photos each."
+    folder = Path(folder)
+    cols = ["person", "imagenum", "Male", "Asian", "White", "Black", "Baby", "Indian", "Smiling"]
+    lines = ["# LFW attributes file (version 1.1)", "#\t" + "\t".join(cols)]
+    for p, r in enumerate(races):
+        name = f"Person {chr(65 + p)}ee"
+        for k in range(1, per_person + 1):
+            s = {x: (1.2 if x == r else -0.8) for x in LFW_RACES}
+            lines.append("\t".join([name, str(k), "0.5", f"{s['Asian']:.3f}", f"{s['White']:.3f}", f"{s['Black']:.3f}", "-1.1", f"{s['Indian']:.3f}", "0.2"]))
+            person = name.replace(" ", "_")
+            tiny_image(folder / "lfw" / person / f"{person}_{k:04d}.jpg", (60 + 20 * p, 120, 180 - 15 * p), 1000 + 10 * p + k)
+    (folder / "lfw_attributes.txt").write_text("\n".join(lines) + "\n")
+
+LFW_BREAKAGES = (
+    ("score not a number", _edit("lfw_attributes.txt", _set(3, "Person Aee\t2\t0.5\t-0.8\tabc\t-0.8\t-1.1\t-0.8\t0.2")),
+     "lfw_attributes.txt, row 4 (person 'Person Aee'), column 'White': 'abc' is not a valid float"),
+    ("missing race column", _edit("lfw_attributes.txt", lambda l: l[:1] + [l[1].replace("\tIndian", "\tIndia")] + l[2:]),
+     "lfw_attributes.txt: missing column(s) ['Indian']"),
+    ("duplicate image", _edit("lfw_attributes.txt", _set(3, "Person Aee\t1\t0.5\t-0.8\t1.2\t-0.8\t-1.1\t-0.8\t0.2")),
+     "lfw_attributes.txt, row 4 (person 'Person Aee'), column 'person' + 'imagenum': 'Person Aee', '1' repeats row 3"),
+    ("image file missing", lambda f: (Path(f) / "lfw/Person_Bee/Person_Bee_0003.jpg").unlink(), "missing image file"),
+)
+LFW = register_dataset(Dataset("lfw", "Labeled Faces in the Wild with Kumar et al.'s attribute scores", check=read_lfw,
+                               write_tiny=write_tiny_lfw, breakages=LFW_BREAKAGES))
+
+# %% ../nbs/24_datasets.ipynb #06edefbc
+def load_images(paths, size: int) -> tuple[torch.Tensor, list]:
+    "(N x 3 x size x size uint8 tensor of the decodable images, the indices that could not be decoded)."
+    import torch
+    from PIL import Image, UnidentifiedImageError
+    out, bad = [], []
+    for i, p in enumerate(paths):
+        try:
+            with Image.open(p) as im: out.append(np.asarray(im.convert("RGB").resize((size, size), Image.BILINEAR), np.uint8))
+        except (UnidentifiedImageError, OSError): bad.append(i)
+    if not out: raise DataError(f"no decodable image among the {len(paths)} listed (first: {paths[0] if len(paths) else None})")
+    return torch.from_numpy(np.stack(out)).permute(0, 3, 1, 2).contiguous(), bad
+
+def split_within_classes(labels, seed: int = 0, min_per_class: int = 4) -> tuple[np.ndarray, np.ndarray]:
+    "(train, test) indices: every class with at least `min_per_class` samples split 50/50 (seeded); smaller classes dropped."
+    labels = np.asarray(labels)
+    rng = np.random.default_rng([seed, 41])
+    tr, te = [], []
+    for c in np.unique(labels):
+        idx = np.flatnonzero(labels == c)
+        if len(idx) < min_per_class: continue
+        idx = idx[rng.permutation(len(idx))]
+        tr.append(idx[: len(idx) // 2]); te.append(idx[len(idx) // 2:])
+    if not tr: raise DataError(f"no class has {min_per_class} or more images: nothing to split 50/50")
+    return np.sort(np.concatenate(tr)), np.sort(np.concatenate(te))
+
+def subsample_classes(df: pd.DataFrame, max_classes: int | None, max_per_class: int | None, seed: int = 0) -> pd.DataFrame:
+    "At most `max_classes` classes (the most populous, ties by label) and `max_per_class` images per class (seeded)."
+    if max_classes:
+        vc = df.label.value_counts()
+        keep = sorted(vc.sort_index().sort_values(ascending=False, kind="stable").index[:max_classes])
+        df = df[df.label.isin(keep)]
+    if max_per_class:
+        rng = np.random.default_rng([seed, 43])
+        keep = [np.sort(rng.choice(idx, max_per_class, replace=False)) if len(idx) > max_per_class else np.asarray(idx)
+                for _, idx in sorted(df.groupby("label").indices.items())]
+        df = df.iloc[np.sort(np.concatenate(keep))]
+    return df.reset_index(drop=True)

@@ -19,7 +19,7 @@ __all__ = ['OVERALL', 'UPSTREAM', 'CLASSIFIERS', 'DOWNSTREAM', 'GAP_RULES', 'gro
            'subgroup_alignment', 'make_classifier', 'subgroup_downstream', 'fit_predict', 'subgroup_gap', 'worst_group',
            'imbalanced_counts', 'ratio_counts', 'take_counts', 'check_shares', 'draw_attribute', 'class_tilted_shares',
            'oversample_groups', 'DomainIndependentLR', 'attribute_probe', 'grad_reverse', 'xi_network', 'decorrelation',
-           'paired_difference']
+           'paired_difference', 'item_gap_values', 'item_gap_diff']
 
 # %% ../nbs/16_fairness.ipynb #8020f3a9
 OVERALL = "overall"
@@ -300,3 +300,45 @@ def paired_difference(x, y, alternative: str = "two-sided", level: float = 0.95)
     _, p = paired_diff_test(d, "t", alternative)
     return dict(n=len(d), mean_diff=float(d.mean()), ci_low=float(d.mean() - half), ci_high=float(d.mean() + half),
                 p=float(p), alternative=alternative)
+
+# %% ../nbs/16_fairness.ipynb #8419b86b
+def item_gap_values(y, groups, a, metric: str, labels, names, W=None) -> np.ndarray:
+    """Per-subgroup values of one model's per-item outcomes `a`, under item weights W (B, n) (None: each item once).
+    metric 'hits': `a` are 0/1 R@k hits, the value is their mean (R@k); 'acc': `a` are predictions, the share correct;
+    'prec' / 'rec': `a` are predictions, macro precision / recall over all `labels` with zero_division 0, as
+    subgroup_downstream computes them. Returns (B, len(names))."""
+    y, a, groups = np.asarray(y), np.asarray(a), np.asarray(groups, dtype=object)
+    W = np.ones((1, len(y))) if W is None else np.asarray(W, float)
+    G = np.stack([groups == g for g in names], 1).astype(float)                      # (n, G)
+    if metric in ("hits", "acc"):
+        c = a.astype(float) if metric == "hits" else (a == y).astype(float)
+        with np.errstate(invalid="ignore", divide="ignore"): return (W @ (G * c[:, None])) / (W @ G)
+    if metric not in ("prec", "rec"): raise ValueError(f"unknown metric {metric!r}; valid: hits, acc, prec, rec")
+    L = np.asarray(labels)
+    Y, P = (y[:, None] == L[None]).astype(float), (a[:, None] == L[None]).astype(float)   # (n, L)
+    out = np.empty((len(W), len(names)))
+    for j in range(len(names)):
+        tp, den = W @ (G[:, j:j + 1] * Y * P), W @ (G[:, j:j + 1] * (Y if metric == "rec" else P))
+        with np.errstate(invalid="ignore", divide="ignore"): out[:, j] = np.where(den > 0, tp / np.where(den > 0, den, 1), 0).mean(1)
+        out[W @ G[:, j] == 0, j] = np.nan                                             # a subgroup with no item has no value
+    return out
+
+def item_gap_diff(y, groups, a, b, gap: dict, metric: str = "acc", labels=None, margin: float = 0.0, level: float = 0.95,
+                  n_boot: int = 1000, seed: int = 0) -> dict:
+    """Within one replicate block: does arm `a` have a larger subgroup gap than arm `b` on the same test items?
+    gap(a) - gap(b) with `gap` a subgroup_gap rule, its one-sided `level` lower bound from a paired bootstrap over the
+    test items (each resample draws items, both arms keep their outcome on them). passed: lower bound > `margin`
+    (`beats` for margin >= 0; a negative margin is a non-inferiority bound, as `not_worse`); a tie never passes; None
+    when the bound cannot be computed. The gap is not a mean over items (macro precision, top-bottom rules), so the
+    statistic itself is resampled rather than a per-item difference."""
+    y, groups = np.asarray(y), np.asarray(groups, dtype=object)
+    if not len(y) == len(groups) == len(a) == len(b): raise ValueError(f"item_gap_diff: {len(y)} labels, {len(groups)} groups, {len(a)} and {len(b)} outcomes")
+    names = [g for g in dict.fromkeys(groups.tolist())]
+    labels = np.unique(y) if labels is None else labels
+    W = np.vstack([np.ones(len(y)), np.random.default_rng([seed, 77]).multinomial(len(y), np.full(len(y), 1 / len(y)), size=n_boot)])
+    va, vb = item_gap_values(y, groups, a, metric, labels, names, W), item_gap_values(y, groups, b, metric, labels, names, W)
+    d = np.array([subgroup_gap(dict(zip(names, x)), **gap) - subgroup_gap(dict(zip(names, z)), **gap) for x, z in zip(va, vb)])
+    boot = d[1:][np.isfinite(d[1:])]
+    lower = float(np.quantile(boot, 1 - level)) if len(boot) >= 0.9 * n_boot else float("nan")
+    return dict(estimate=float(d[0]), lower=lower, margin=margin, level=level, n=len(y), n_boot=n_boot,
+                passed=None if not np.isfinite(lower) else bool(lower > margin))

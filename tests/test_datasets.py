@@ -24,7 +24,7 @@ def test_a_folder_has_one_dataset_shared_by_its_papers():
     assert set(readers) <= set(REGISTRY)
 
 
-@pytest.mark.parametrize("folder", ["cub2011", "cars196"])
+@pytest.mark.parametrize("folder", ["cub2011", "cars196", "celeba", "lfw"])
 def test_library_dataset_tiny_copy_is_valid_and_each_breakage_is_named(folder, tmp_path):
     ds = REGISTRY[folder]
     for name, mutate, expected in ds.breakages:

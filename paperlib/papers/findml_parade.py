@@ -15,37 +15,38 @@ from torch import nn
 import torch.nn.functional as F
 
 from ..data import DataError, DataSource, Column, Layout, read_table, fingerprint_real, cache_dir
-from ..datasets import Dataset, register_dataset, read_cub, read_cars, cub_home
+from ..datasets import (Dataset, register_dataset, read_cub, read_cars, cub_home, read_celeba, read_lfw, LFW_RACES,
+                               load_images, split_within_classes, subsample_classes)
 from ..metric import (DML_LOSS_NAMES, check_dml_loss, make_dml_loss, make_dml_miner, train_embedder, LossTerm, embed,
-                             batches, mean_std, recall_hits)
+                             batches, mean_std, recall_hits, ResNet50, load_resnet50, image_input, crop_flip,
+                             chance_r1, knn_purity)
 from ..fairness import (OVERALL, subgroup_upstream, subgroup_downstream, subgroup_alignment, subgroup_gap,
                                worst_group, fit_predict, CLASSIFIERS, imbalanced_counts, ratio_counts, take_counts,
                                check_shares, draw_attribute, class_tilted_shares, oversample_groups,
-                               DomainIndependentLR, attribute_probe, xi_network, decorrelation, paired_difference)
+                               DomainIndependentLR, attribute_probe, xi_network, decorrelation, paired_difference,
+                               item_gap_values, item_gap_diff)
 from ..stats import correct_pvalues, not_worse
-from ..report import rule_outcome
+from ..report import rule_outcome, rule, RuleResult
 
 # %% auto #0
 __all__ = ['METHODS', 'LOSS_PARAMS', 'MINER_PARAMS', 'LOSS_LR', 'GAP_RULE_CLASS', 'LFW_SHARES', 'CELEBA_SHARES', 'COLOUR_SHARES',
-           'THICKNESS_TAU', 'CELEBA_THICK_SHIFT', 'COLOUR_RENDER', 'LFW_RENDER', 'CELEBA_RENDER', 'VARIANTS', 'SWEEP',
-           'FOLDERS', 'WEIGHTS_FOLDER', 'WEIGHTS_FILE', 'CUB_ATTRS', 'CUB_IMAGE_ATTRS', 'CELEBA_IDS', 'CELEBA_MARKS',
-           'LFW_RACES', 'LFW_ATTRS', 'CELEBA_IDS_LAYOUT', 'PRIMARY', 'ITA_BINS', 'CELEBA', 'LFW', 'WEIGHTS', 'DATASETS',
-           'NORM', 'PAPER_T1', 'PAPER_T10', 'PAPER_T7', 'PAPER_T9', 'PAPER_T6', 'PAPER_T11', 'PAPER_T8', 'PAPER_T2A',
+           'THICKNESS_TAU', 'CELEBA_THICK_SHIFT', 'COLOUR_RENDER', 'LFW_RENDER', 'CELEBA_RENDER', 'VARIANTS', 'FOLDERS',
+           'WEIGHTS_FOLDER', 'WEIGHTS_FILE', 'CUB_ATTRS', 'CUB_IMAGE_ATTRS', 'PRIMARY', 'WEIGHTS', 'DATASETS',
+           'PAPER_T1', 'PAPER_T10', 'PAPER_T7', 'PAPER_T9', 'PAPER_T6', 'PAPER_T11', 'PAPER_T8', 'PAPER_T2A',
            'PAPER_T2B', 'PAPER_T16', 'PAPER_T14', 'PAPER_T18', 'PAPER_T19', 'PAPER_T13_OVERALL', 'PAPER_T17',
            'PAPER_T20', 'PAPER_T13', 'PAPER_T12', 'PAPER_T21', 'PAPER_PREVALENCE', 'PAPER_PREVALENCE_NAMES',
            'NOT_REDUCED_MARGIN', 'C10_MARGIN', 'method_spec', 'mlp_backbone', 'cnn_backbone', 'ParadeNet',
            'ParadeResult', 'ParadeTerms', 'train_parade', 'gap_rows', 'thickness', 'thickness_taus', 'render',
            'digits_halves', 'minority_classes', 'training_counts', 'make_attribute', 'render_attribute', 'ClassBench',
            'AttrBench', 'digits_class_bench', 'digits_attr_bench', 'evaluate_model', 'embed_attribute',
-           'embed_features', 'class_groups', 'run_class_job', 'a_probe_backbone', 'run_attr_job', 'read_table_after',
-           'load_cub', 'table_files', 'load_cars', 'ita_category', 'patch_ita', 'load_celeba', 'load_lfw',
-           'load_images', 'image_input', 'crop_flip', 'split_within_classes', 'control_per_class', 'subsample_classes',
-           'Bottleneck', 'ResNet50', 'load_resnet50', 'gap_for_present', 'real_model_fn', 'real_class_bench',
-           'real_attr_bench', 'make_jobs', 'check_part_b_budget', 'mean_sd', 'pick', 'knn_purity', 'tsne_sample',
-           'chance_r1', 'gate_learned', 'gate_control', 'gate_gap_exists', 'gate_sa_learned', 'paired_family',
-           'leave_one_seed_out', 'fragile', 'rule_c1', 'rule_c2', 'trend_test', 'rule_c4', 'rule_c4b', 'rule_c5',
-           'c5_implied_ratio', 'rule_all_significant', 'rule_share_significant', 'rule_direction', 'rule_not_reduced',
-           'rule_lenient', 'rule_probe_lower', 'rule_c10', 'item_gap_values', 'item_gap_diff', 'rule_every_comparison']
+           'embed_features', 'class_groups', 'run_class_job', 'a_probe_backbone', 'run_attr_job', 'load_cub',
+           'table_files', 'load_cars', 'control_per_class', 'gap_for_present', 'real_model_fn', 'real_class_bench',
+           'real_attr_bench', 'make_jobs', 'check_part_b_budget', 'mean_sd', 'pick', 'tsne_sample', 'gate_learned',
+           'gate_control', 'gate_gap_exists', 'gate_sa_learned', 'paired_family', 'leave_one_seed_out', 'fragile',
+           'rule_c1', 'trend_test', 'rule_c4', 'rule_c4b', 'rule_c5', 'c5_implied_ratio', 'rule_all_significant',
+           'rule_share_significant', 'rule_direction', 'rule_not_reduced', 'rule_lenient', 'rule_probe_lower',
+           'rule_c10', 'rule_every_comparison', 'rule_c1_benches', 'rule_significant', 'rule_block', 'rule_c7m',
+           'rule_c10_benches']
 
 # %% ../../nbs/papers/findml_parade.ipynb #4b67cb6a
 METHODS = {
@@ -242,8 +243,6 @@ def minority_classes(classes, seed: int, k: int | None = None) -> list:
     k = max(1, int(np.floor(len(classes) / 4 + 0.5))) if k is None else k   # round half up: 3 of 10
     return sorted(np.asarray(classes)[np.random.default_rng([seed, 11]).choice(len(classes), k, replace=False)].tolist())
 
-SWEEP = ((50, 50), (40, 60), (30, 70), (20, 80), (10, 90), (5, 95))
-
 def training_counts(setting: str, classes, minority, per_class: int, cut: float = 0.9) -> dict:
     "Class counts of 'Bal' (per_class each), 'Imb' (minority cut by `cut`, total kept) or a sweep level 'r_min:r_maj'."
     classes = list(classes)
@@ -430,43 +429,12 @@ WEIGHTS_FOLDER, WEIGHTS_FILE = "resnet50_imagenet", "resnet50.pth"
 CUB_ATTRS = [Column("attribute_id", kind="int", doc="attribute number"), Column("name", doc="e.g. has_primary_color::blue")]
 CUB_IMAGE_ATTRS = [Column("image_id", kind="int"), Column("attribute_id", kind="int"),
                    Column("is_present", kind="int", choices=(0, 1)), Column("certainty_id", kind="int", choices=(1, 2, 3, 4))]
-CELEBA_IDS = [Column("image", doc="file name under img_align_celeba/"), Column("identity", kind="int", doc="person")]
-CELEBA_MARKS = [Column("image"), *[Column(c, kind="int") for c in ("lefteye_x", "lefteye_y", "righteye_x", "righteye_y",
-                "nose_x", "nose_y", "leftmouth_x", "leftmouth_y", "rightmouth_x", "rightmouth_y")]]
-LFW_RACES = ("White", "Black", "Asian", "Indian")
-LFW_ATTRS = [Column("person"), Column("imagenum", kind="int"), *[Column(r, kind="float") for r in LFW_RACES]]
-
-CELEBA_IDS_LAYOUT = Layout("CelebA identities", "one line per image: file name and person", CELEBA_IDS, index="identity_CelebA.txt",
-                           sep=None, header=False, unique=("image",))
 PRIMARY = "has_primary_color::"
-ITA_BINS = ((50, "I"), (40, "II"), (30, "III"), (20, "IV"), (10, "V"), (-np.inf, "VI"))
-
-def read_table_after(path, columns, skip: int, first_line=None, **kw) -> pd.DataFrame:
-    "read_table of `path` without its first `skip` lines (`first_line(text)`: a replacement line put first); errors name the real file and line."
-    import tempfile
-    path = Path(path)
-    if not path.is_file(): raise DataError(f"missing file {path}")
-    lines = path.read_bytes().splitlines(keepends=True)
-    head = [first_line(lines[skip - 1].decode("utf-8-sig", errors="replace").rstrip("\r\n")).encode() + b"\n"] if first_line else []
-    shift = skip - len(head)
-    with tempfile.TemporaryDirectory() as d:
-        tmp = Path(d) / path.name
-        tmp.write_bytes(b"".join(head + lines[skip:]))
-        try: df = read_table(tmp, columns, **kw)
-        except DataError as e:
-            msg = re.sub(r"row (\d+)", lambda m: f"row {int(m[1]) + shift}", str(e).replace(str(tmp), str(path)))
-            raise DataError(msg) from None
-    df.attrs["lines"] = [l + shift for l in df.attrs["lines"]]
-    return df
 
 def _bad_row(path, df, i, col, what) -> DataError:
     return DataError(f"{path}, row {df.attrs['lines'][i]}, column {col!r}: {what}")
 
-def _check_files(paths, table, lines, col="path"):
-    for p, t, l in zip(paths, [table] * len(paths) if isinstance(table, (str, Path)) else table, lines):
-        if not Path(p).is_file(): raise DataError(f"{t}, row {l}, column {col!r}: missing image file {p}")
-
-# CUB-200-2011 and Cars196 are the library's (paperlib.datasets, shared with bgaugment_background_bias); ours is the colour
+# CUB-200-2011, Cars196, CelebA and LFW are read by paperlib.datasets (CUB and Cars shared with bgaugment_background_bias); ours is CUB's colour
 def load_cub(folder) -> tuple[pd.DataFrame, str | None]:
     "(index with path, label, colour or None, table, line; why the colour study is skipped or None) of `cub2011/`."
     t = read_cub(folder)
@@ -508,135 +476,16 @@ def load_cars(folder) -> pd.DataFrame:
     t = read_cars(folder)
     return pd.DataFrame(dict(path=t.path, label=t.class_id.tolist(), table=t.table, line=t.line))
 
-def ita_category(ita: float) -> str:
-    "Fitzpatrick type of an ITA angle (Table 23)."
-    return next(c for lo, c in ITA_BINS if ita >= lo)
-
-def patch_ita(img: np.ndarray, points, half: int = 10) -> float:
-    "Mean ITA over 20x20 patches (clipped to the image) centred at `points` [(x, y)] of an RGB uint8 image."
-    from skimage.color import rgb2lab
-    lab = rgb2lab(img[..., :3])
-    vals = []
-    for x, y in points:
-        p = lab[max(0, y - half):y + half, max(0, x - half):x + half].reshape(-1, 3)
-        if len(p): vals.append(np.degrees(np.arctan((p[:, 0] - 50) / np.where(np.abs(p[:, 2]) < 1e-6, 1e-6, p[:, 2]))))
-    if not vals: return np.nan
-    return float(np.concatenate(vals).mean())
-
-def load_celeba(folder, cache: Path | None = None) -> pd.DataFrame:
-    "CelebA index (path, label = identity, skin type from ITA, table, line) of `celeba/`; ITA cached as CSV by content."
-    from PIL import Image
-    folder = Path(folder)
-    ids = read_table(folder / "identity_CelebA.txt", CELEBA_IDS, sep=None, header=False, unique=("image",))
-    marks_path = folder / "list_landmarks_align_celeba.txt"
-    if marks_path.is_file():
-        second = (marks_path.read_text(encoding="utf-8-sig", errors="replace").splitlines() + ["", ""])[1]
-        if "nose_x" not in second.split():
-            raise DataError(f"{marks_path}, row 2: expected the header line (lefteye_x lefteye_y ... nose_x nose_y ...), got {second[:60]!r}")
-    marks = read_table_after(marks_path, CELEBA_MARKS, skip=2, sep=None, header=False, unique=("image",))
-    known = set(ids.image)
-    for i, im in enumerate(marks.image):
-        if im not in known: raise _bad_row(marks_path, marks, i, "image", f"{im} is not in {folder / 'identity_CelebA.txt'}")
-    m = marks.set_index("image")
-    missing = [(i, im) for i, im in enumerate(ids.image) if im not in m.index]
-    if missing: raise _bad_row(folder / "identity_CelebA.txt", ids, missing[0][0], "image", f"{missing[0][1]} has no landmarks in {marks_path}")
-    df = pd.DataFrame(dict(path=[str(folder / "img_align_celeba" / p) for p in ids.image], label=ids.identity,
-                           table=str(folder / "identity_CelebA.txt"), line=ids.attrs["lines"], image=ids.image))
-    _check_files(df.path, df.table, df.line, "image")
-    key = fingerprint_real(folder, ["identity_CelebA.txt", "list_landmarks_align_celeba.txt",
-                                    *[Path("img_align_celeba") / p for p in ids.image]])
-    cache = Path(cache) if cache else cache_dir() / "findml_parade"
-    cfile = cache / f"celeba_ita_{key}.csv"
-    if cfile.is_file():
-        ita = pd.read_csv(cfile).set_index("image").ita
-    else:
-        vals = []
-        for im, p in zip(df.image, df.path):
-            r = m.loc[im]
-            with Image.open(p) as f: img = np.asarray(f.convert("RGB"))
-            vals.append(patch_ita(img, [(r.lefteye_x, r.nose_y), (r.righteye_x, r.nose_y), (r.nose_x, r.nose_y)]))
-        ita = pd.Series(vals, index=df.image.to_numpy(), name="ita")
-        cache.mkdir(parents=True, exist_ok=True)
-        ita.rename_axis("image").reset_index().to_csv(cfile, index=False)
-    df["ita"] = df.image.map(ita).to_numpy()
-    df["skin"] = [ita_category(v) if np.isfinite(v) else None for v in df.ita]
-    return df.drop(columns="image")
-
-def load_lfw(folder) -> pd.DataFrame:
-    """LFW index (path, label = person, race, table, line) of `lfw/`: the images of lfw_attributes.txt with a race score
-    above 0. The photos are in `lfw/lfw/<person>/`, or in `lfw/<person>/` where the official lfw.tgz was unpacked."""
-    folder = Path(folder)
-    photos = folder / "lfw" if (folder / "lfw").is_dir() else folder
-    path = folder / "lfw_attributes.txt"
-    fix = lambda line: re.sub(r"^#\s*", "", line.rstrip("\r\n"))
-    t = read_table_after(path, LFW_ATTRS, skip=2, first_line=fix, sep="\t", header=True, unique=(("person", "imagenum"),), key="person")
-    scores = t[list(LFW_RACES)].to_numpy()
-    race = np.where(scores.max(1) > 0, np.asarray(LFW_RACES)[scores.argmax(1)], None)
-    names = [p.strip().replace(" ", "_") for p in t.person]
-    df = pd.DataFrame(dict(path=[str(photos / n / f"{n}_{k:04d}.jpg") for n, k in zip(names, t.imagenum)],
-                           label=pd.factorize(pd.Series(names))[0] + 1, race=race, table=str(path), line=t.attrs["lines"]))
-    _check_files(df.path, df.table, df.line, "person")
-    return df
 
 # %% ../../nbs/papers/findml_parade.ipynb #36c3c81a
 def _weights_present(folder):
     if not (Path(folder) / WEIGHTS_FILE).is_file(): raise DataError(f"{Path(folder) / WEIGHTS_FILE}: missing (torchvision's ResNet-50 ImageNet weights)")
 
-# the folders only this paper reads; `paperlib list --data-root` judges them (and cub2011, cars196: the library's) once
-CELEBA = register_dataset(Dataset(FOLDERS["celeba"], "CelebA: aligned face photos with identities and landmarks", (CELEBA_IDS_LAYOUT,)))
-LFW = register_dataset(Dataset(FOLDERS["lfw"], "Labeled Faces in the Wild with Kumar et al.'s attribute scores", check=load_lfw))
+# the folder only this paper reads; `paperlib list --data-root` judges it (and the library's datasets) once
 WEIGHTS = register_dataset(Dataset(WEIGHTS_FOLDER, "torchvision's ResNet-50 ImageNet weights (resnet50.pth)", check=_weights_present))
 DATASETS = (*FOLDERS.values(), WEIGHTS_FOLDER)
 
 # %% ../../nbs/papers/findml_parade.ipynb #481391e0
-NORM = dict(imagenet=((0.485, 0.456, 0.406), (0.229, 0.224, 0.225)), half=((0.5,) * 3, (0.5,) * 3))
-
-def load_images(paths, size: int) -> tuple[torch.Tensor, list]:
-    "(N x 3 x size x size uint8 tensor of the decodable images, the indices that could not be decoded)."
-    from PIL import Image, UnidentifiedImageError
-    out, bad = [], []
-    for i, p in enumerate(paths):
-        try:
-            with Image.open(p) as im: out.append(np.asarray(im.convert("RGB").resize((size, size), Image.BILINEAR), np.uint8))
-        except (UnidentifiedImageError, OSError): bad.append(i)
-    if not out: raise DataError(f"no decodable image among the {len(paths)} listed (first: {paths[0] if len(paths) else None})")
-    return torch.from_numpy(np.stack(out)).permute(0, 3, 1, 2).contiguous(), bad
-
-def image_input(norm: str, crop: int):
-    "The network's input function: uint8 (or 0-255 float) images -> centre crop `crop` -> normalised floats."
-    mean, std = (torch.tensor(v).view(1, 3, 1, 1) for v in NORM[norm])
-    def fn(x):
-        x = x.float()
-        if x.shape[-1] > crop:
-            o = (x.shape[-1] - crop) // 2
-            x = x[..., o:o + crop, o:o + crop]
-        return (x / 255 - mean.to(x.device)) / std.to(x.device)
-    return fn
-
-def crop_flip(crop: int):
-    "A training transform: a random crop of size `crop` (then the input function leaves it) and a random horizontal flip."
-    def fn(xb, idx, gen):
-        n, side = len(xb), xb.shape[-1]
-        off = torch.randint(0, side - crop + 1, (n, 2), generator=gen)
-        flip = torch.rand(n, generator=gen) < 0.5
-        out = torch.stack([xb[i, :, off[i, 0]:off[i, 0] + crop, off[i, 1]:off[i, 1] + crop] for i in range(n)])
-        out[flip] = out[flip].flip(-1)
-        return out
-    return fn
-
-def split_within_classes(labels, seed: int = 0, min_per_class: int = 4) -> tuple[np.ndarray, np.ndarray]:
-    "(train, test) indices: every class with at least `min_per_class` samples split 50/50 (seeded); smaller classes dropped."
-    labels = np.asarray(labels)
-    rng = np.random.default_rng([seed, 41])
-    tr, te = [], []
-    for c in np.unique(labels):
-        idx = np.flatnonzero(labels == c)
-        if len(idx) < min_per_class: continue
-        idx = idx[rng.permutation(len(idx))]
-        tr.append(idx[: len(idx) // 2]); te.append(idx[len(idx) // 2:])
-    if not tr: raise DataError(f"no class has {min_per_class} or more images: nothing to split 50/50")
-    return np.sort(np.concatenate(tr)), np.sort(np.concatenate(te))
-
 def control_per_class(train_labels, cut: float = 0.9, share: float = 0.25) -> int:
     "The control's images per class: the most that lets the majority classes take the images cut from the minority."
     counts = np.bincount(pd.factorize(np.asarray(train_labels))[0])
@@ -648,81 +497,6 @@ def control_per_class(train_labels, cut: float = 0.9, share: float = 0.25) -> in
         raise DataError(f"the smallest class has {counts.min()} training images: the control would keep {n} per class and "
                         f"the cut classes none; the imbalance study needs at least {need} training images in every class")
     return n
-
-def subsample_classes(df: pd.DataFrame, max_classes: int | None, max_per_class: int | None, seed: int = 0) -> pd.DataFrame:
-    "At most `max_classes` classes (the most populous, ties by label) and `max_per_class` images per class (seeded)."
-    if max_classes:
-        vc = df.label.value_counts()
-        keep = sorted(vc.sort_index().sort_values(ascending=False, kind="stable").index[:max_classes])
-        df = df[df.label.isin(keep)]
-    if max_per_class:
-        rng = np.random.default_rng([seed, 43])
-        keep = [np.sort(rng.choice(idx, max_per_class, replace=False)) if len(idx) > max_per_class else np.asarray(idx)
-                for _, idx in sorted(df.groupby("label").indices.items())]
-        df = df.iloc[np.sort(np.concatenate(keep))]
-    return df.reset_index(drop=True)
-
-# %% ../../nbs/papers/findml_parade.ipynb #35787e65
-class Bottleneck(nn.Module):
-    expansion = 4
-    def __init__(self, cin: int, width: int, stride: int = 1):
-        super().__init__()
-        cout = width * 4
-        self.conv1, self.bn1 = nn.Conv2d(cin, width, 1, bias=False), nn.BatchNorm2d(width)
-        self.conv2, self.bn2 = nn.Conv2d(width, width, 3, stride, 1, bias=False), nn.BatchNorm2d(width)
-        self.conv3, self.bn3 = nn.Conv2d(width, cout, 1, bias=False), nn.BatchNorm2d(cout)
-        self.relu = nn.ReLU(inplace=True)
-        self.downsample = (nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
-                           if stride != 1 or cin != cout else None)
-
-    def forward(self, x):
-        out = self.relu(self.bn1(self.conv1(x)))
-        out = self.relu(self.bn2(self.conv2(out)))
-        out = self.bn3(self.conv3(out))
-        return self.relu(out + (self.downsample(x) if self.downsample is not None else x))
-
-class ResNet50(nn.Module):
-    "ResNet-50 (torchvision's layout and names) without `fc`; frozen batch-norm; forward gives the 2048-d pooled features."
-    def __init__(self):
-        super().__init__()
-        self.conv1, self.bn1 = nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64)
-        self.relu, self.maxpool = nn.ReLU(inplace=True), nn.MaxPool2d(3, 2, 1)
-        cin, layers = 64, []
-        for width, blocks, stride in ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)):
-            seq = []
-            for b in range(blocks):
-                seq.append(Bottleneck(cin, width, stride if b == 0 else 1)); cin = width * 4
-            layers.append(nn.Sequential(*seq))
-        self.layer1, self.layer2, self.layer3, self.layer4 = layers
-        self.avgpool = nn.AdaptiveAvgPool2d(1)
-        for m in self.modules():
-            if isinstance(m, nn.BatchNorm2d):
-                for p in m.parameters(): p.requires_grad_(False)
-
-    def train(self, mode: bool = True):
-        super().train(mode)
-        for m in self.modules():
-            if isinstance(m, nn.BatchNorm2d): m.eval()           # frozen batch-norm
-        return self
-
-    def forward(self, x):
-        x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
-        x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
-        return self.avgpool(x).flatten(1)
-
-def load_resnet50(path) -> ResNet50:
-    "A ResNet50 with the ImageNet weights of `path` (torchvision names; `fc.*` ignored); anything else missing is an error."
-    net = ResNet50()
-    try: state = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as e: raise DataError(f"{path}: cannot read a state dict with weights_only=True ({type(e).__name__}: {e})") from None
-    if isinstance(state, dict) and "state_dict" in state: state = state["state_dict"]
-    state = {k.removeprefix("module."): v for k, v in state.items() if not k.removeprefix("module.").startswith("fc.")}
-    try: missing, unexpected = net.load_state_dict(state, strict=False)
-    except RuntimeError as e:
-        raise DataError(f"{path}: not a ResNet-50 state dict with torchvision's names ({str(e).splitlines()[-1].strip()})") from None
-    if missing or unexpected:
-        raise DataError(f"{path}: not a ResNet-50 state dict with torchvision's names (missing {missing[:3]}, unexpected {unexpected[:3]})")
-    return net
 
 # %% ../../nbs/papers/findml_parade.ipynb #d716a538
 def gap_for_present(gap: dict, present, name: str = "") -> dict:
@@ -929,13 +703,6 @@ def pick(df: pd.DataFrame, **eq) -> pd.DataFrame:
     return df[m]
 
 # %% ../../nbs/papers/findml_parade.ipynb #d70eb59a
-def knn_purity(E, labels, k: int = 10) -> float:
-    "Mean share of each point's k nearest neighbours (Euclidean, self excluded) that share its label."
-    E = torch.as_tensor(np.asarray(E), dtype=torch.float64); lab = np.asarray(labels).astype(str)
-    D = torch.cdist(E, E); D.fill_diagonal_(float("inf"))
-    nn_idx = D.topk(min(k, len(lab) - 1), largest=False).indices.numpy()
-    return float((lab[nn_idx] == lab[:, None]).mean())
-
 def tsne_sample(groups, n: int, seed: int = 0, keep_small: int = 30) -> np.ndarray:
     "Indices of a subsample of about n points that keeps every point of groups with at most `keep_small` members."
     groups = np.asarray(groups).astype(str)
@@ -946,12 +713,6 @@ def tsne_sample(groups, n: int, seed: int = 0, keep_small: int = 30) -> np.ndarr
     return np.sort(np.r_[np.flatnonzero(small), take])
 
 # %% ../../nbs/papers/findml_parade.ipynb #12cb94ed
-def chance_r1(labels) -> float:
-    "Expected R@1 of a random ranking: the probability that a random other item shares the class."
-    c = np.unique(np.asarray(labels), return_counts=True)[1].astype(float)
-    n = c.sum()
-    return float((c * (c - 1)).sum() / (n * (n - 1)))
-
 def gate_learned(r1, chance: float, k: float = 5.0) -> bool:
     "Every R@1 is at least k times the chance level."
     r1 = np.asarray(r1, dtype=float)
@@ -997,6 +758,8 @@ def fragile(full, loo: dict) -> str | None:
     return (f"fragile: the rule {'fails' if full else 'holds'} when training seed {' or '.join(map(str, flips))} is left out, "
             "so the verdict can change between run seeds")
 
+@rule(passes=dict(p_r1=dict(a=0.01), p_nmi=dict(a=0.01), imb_r1_mean=0.2, bal_r1_mean=0.01),
+      fails=dict(p_r1=dict(a=0.01), p_nmi=dict(a=0.01), imb_r1_mean=0.04, bal_r1_mean=0.01))
 def rule_c1(p_r1: dict, p_nmi: dict, imb_r1_mean: float, bal_r1_mean: float, alpha: float = 0.05, share: float = 0.75,
             ratio: float = 5.0) -> tuple[bool, str | None]:
     "C1: R@1 and NMI significant for >= `share` of the methods, and the mean Imb R@1 gap >= ratio x the Bal one and > 0."
@@ -1008,22 +771,19 @@ def rule_c1(p_r1: dict, p_nmi: dict, imb_r1_mean: float, bal_r1_mean: float, alp
         fails.append(f"mean R@1 gap Imb {imb_r1_mean:.4f} vs {ratio:g} x Bal {bal_r1_mean:.4f}")
     return rule_outcome(fails)
 
-def rule_c2(p: dict, required=("Margin·D", "Triplet·D"), classifiers=("LR", "RF"), alpha: float = 0.05) -> tuple[bool, str | None]:
-    "C2: the accuracy-gap test is significant for every required method and classifier ({(method, clf): p_adj})."
-    fails = [f"{m} {c}: p_adj {p[(m, c)]:.3g}" if (m, c) in p else f"{m} {c}: not run" for m in required for c in classifiers
-             if (m, c) not in p or not p[(m, c)] < alpha]
-    return rule_outcome(fails)
-
 def trend_test(level, gap) -> tuple[float, float]:
     "(Spearman rho, one-sided p for rho > 0) between imbalance level and gap."
     from scipy.stats import spearmanr
     r = spearmanr(np.asarray(level, float), np.asarray(gap, float), alternative="greater")
     return float(r.statistic), float(r.pvalue)
 
+@rule(passes=dict(trends={"M R@1": (0.6, 0.01)}), fails=dict(trends={"M R@1": (0.6, 0.01), "M acc": (0.3, 0.2)}))
 def rule_c4(trends: dict, alpha: float = 0.05) -> tuple[bool, str | None]:
     "C4: every (method, metric) trend has rho > 0 and one-sided p < alpha ({key: (rho, p)})."
     return rule_outcome([f"{k}: rho {r:.3f}, p {p:.3g}" for k, (r, p) in trends.items() if not (r > 0 and p < alpha)])
 
+@rule(passes=dict(gap_40_60={"M": [0.10, 0.12, 0.11]}, gap_50_50={"M": [0.01, 0.00, 0.02]}),
+      fails=dict(gap_40_60={"M": [0.02, 0.01, 0.03]}, gap_50_50={"M": [0.01, 0.00, 0.02]}))
 def rule_c4b(gap_40_60: dict, gap_50_50: dict, alpha: float = 0.05) -> tuple[bool, str | None]:
     "C4b: per method, the RF accuracy gap at 40:60 exceeds the 50:50 control's (one-sided Welch t-test, Holm over methods)."
     from scipy.stats import ttest_ind
@@ -1073,6 +833,7 @@ def rule_lenient(mean_diff: float, p_two_sided: float, expect: str, alpha: float
     went = {"less": mean_diff < 0, "greater": mean_diff > 0, "not_less": mean_diff >= 0}[expect]
     return bool(went or p_two_sided >= alpha)
 
+@rule(passes=dict(diffs={"a": (-0.2, 0.01)}), fails=dict(diffs={"a": (-0.2, 0.01), "b": (0.05, 0.9)}))
 def rule_probe_lower(diffs: dict, alpha: float = 0.05) -> tuple[bool, str | None]:
     "C7m: on every benchmark the attribute probe reads less from phi_targ with PARADE ({bench: (mean_diff, p_adj)})."
     if not diffs: return False, "no attribute benchmark"
@@ -1086,48 +847,7 @@ def rule_c10(parade_r1, standard_r1, margin: float = C10_MARGIN) -> dict:
     return not_worse(s - p, margin)
 
 # %% ../../nbs/papers/findml_parade.ipynb #34b3fe08
-def item_gap_values(y, groups, a, metric: str, labels, names, W=None) -> np.ndarray:
-    """Per-subgroup values of one model's per-item outcomes `a`, under item weights W (B, n) (None: each item once).
-    metric 'hits': `a` are 0/1 R@k hits, the value is their mean (R@k); 'acc': `a` are predictions, the share correct;
-    'prec' / 'rec': `a` are predictions, macro precision / recall over all `labels` with zero_division 0, as
-    subgroup_downstream computes them. Returns (B, len(names))."""
-    y, a, groups = np.asarray(y), np.asarray(a), np.asarray(groups, dtype=object)
-    W = np.ones((1, len(y))) if W is None else np.asarray(W, float)
-    G = np.stack([groups == g for g in names], 1).astype(float)                      # (n, G)
-    if metric in ("hits", "acc"):
-        c = a.astype(float) if metric == "hits" else (a == y).astype(float)
-        with np.errstate(invalid="ignore", divide="ignore"): return (W @ (G * c[:, None])) / (W @ G)
-    if metric not in ("prec", "rec"): raise ValueError(f"unknown metric {metric!r}; valid: hits, acc, prec, rec")
-    L = np.asarray(labels)
-    Y, P = (y[:, None] == L[None]).astype(float), (a[:, None] == L[None]).astype(float)   # (n, L)
-    out = np.empty((len(W), len(names)))
-    for j in range(len(names)):
-        tp, den = W @ (G[:, j:j + 1] * Y * P), W @ (G[:, j:j + 1] * (Y if metric == "rec" else P))
-        with np.errstate(invalid="ignore", divide="ignore"): out[:, j] = np.where(den > 0, tp / np.where(den > 0, den, 1), 0).mean(1)
-        out[W @ G[:, j] == 0, j] = np.nan                                             # a subgroup with no item has no value
-    return out
-
-def item_gap_diff(y, groups, a, b, gap: dict, metric: str = "acc", labels=None, margin: float = 0.0, level: float = 0.95,
-                  n_boot: int = 1000, seed: int = 0) -> dict:
-    """Within one replicate block: does arm `a` have a larger subgroup gap than arm `b` on the same test items?
-    gap(a) - gap(b) with `gap` a subgroup_gap rule, its one-sided `level` lower bound from a paired bootstrap over the
-    test items (each resample draws items, both arms keep their outcome on them). passed: lower bound > `margin`
-    (`beats` for margin >= 0; a negative margin is a non-inferiority bound, as `not_worse`); a tie never passes; None
-    when the bound cannot be computed. The gap is not a mean over items (macro precision, top-bottom rules), so the
-    statistic itself is resampled rather than a per-item difference."""
-    from paperlib.fairness import subgroup_gap
-    y, groups = np.asarray(y), np.asarray(groups, dtype=object)
-    if not len(y) == len(groups) == len(a) == len(b): raise ValueError(f"item_gap_diff: {len(y)} labels, {len(groups)} groups, {len(a)} and {len(b)} outcomes")
-    names = [g for g in dict.fromkeys(groups.tolist())]
-    labels = np.unique(y) if labels is None else labels
-    W = np.vstack([np.ones(len(y)), np.random.default_rng([seed, 77]).multinomial(len(y), np.full(len(y), 1 / len(y)), size=n_boot)])
-    va, vb = item_gap_values(y, groups, a, metric, labels, names, W), item_gap_values(y, groups, b, metric, labels, names, W)
-    d = np.array([subgroup_gap(dict(zip(names, x)), **gap) - subgroup_gap(dict(zip(names, z)), **gap) for x, z in zip(va, vb)])
-    boot = d[1:][np.isfinite(d[1:])]
-    lower = float(np.quantile(boot, 1 - level)) if len(boot) >= 0.9 * n_boot else float("nan")
-    return dict(estimate=float(d[0]), lower=lower, margin=margin, level=level, n=len(y), n_boot=n_boot,
-                passed=None if not np.isfinite(lower) else bool(lower > margin))
-
+@rule(passes=dict(outcomes={"a": True, "b": True}), fails=dict(outcomes={"a": True, "b": False}))
 def rule_every_comparison(outcomes: dict) -> tuple[bool | None, str | None]:
     """One block's outcome when a claim needs every comparison to hold ({name: passed}): True when all pass, None when one
     could not be computed, else False with the failing names (an intersection-union test: no multiplicity correction)."""
@@ -1136,3 +856,48 @@ def rule_every_comparison(outcomes: dict) -> tuple[bool | None, str | None]:
     bad = [k for k, v in outcomes.items() if not v]
     return (False, "fails: " + ", ".join(bad)) if bad else (True, None)
 
+# %% ../../nbs/papers/findml_parade.ipynb #641e0064
+@rule(passes=dict(benches={"D": dict(p_r1=dict(a=0.01), p_nmi=dict(a=0.01), imb_r1_mean=0.2, bal_r1_mean=0.01)}),
+      fails=dict(benches={"D": dict(p_r1=dict(a=0.01), p_nmi=dict(a=0.01), imb_r1_mean=0.2, bal_r1_mean=0.01),
+                          "E": dict(p_r1=dict(a=0.01), p_nmi=dict(a=0.01), imb_r1_mean=0.04, bal_r1_mean=0.01)}))
+def rule_c1_benches(benches: dict) -> tuple[bool, str | None]:
+    "C1: `rule_c1` holds on every class benchmark ({bench: its keyword arguments}); the reason names each failing one."
+    out = {b: rule_c1(**kw) for b, kw in benches.items()}
+    return all(ok for ok, _ in out.values()), "; ".join(f"{b}: {why}" for b, (_, why) in out.items() if why) or None
+
+@rule(passes=dict(p_adj={"a": 0.01}, loo={1: {"a": 0.02}, 2: {"a": 0.03}}),
+      fails=dict(p_adj={"a": 0.01, "b": 0.2}, share=0.75))
+def rule_significant(p_adj: dict, loo: dict | None = None, share: float | None = None) -> tuple:
+    """C6a (share None: `rule_all_significant`) and C6b (`rule_share_significant` at `share`) on the Holm-adjusted p-values;
+    `loo` ({seed: the p-values with that training seed left out}) adds a note when dropping one seed changes the outcome
+    (reported, the outcome stands). Values: the outcome per left-out seed."""
+    decide = (lambda p: rule_all_significant(p)) if share is None else (lambda p: rule_share_significant(p, share))
+    ok, why = decide(p_adj)
+    drops = {s: decide(p)[0] for s, p in (loo or {}).items()}
+    return ok, "; ".join(w for w in (why, fragile(ok, drops)) if w) or None, dict(leave_one_seed_out=drops)
+
+@rule(passes=dict(outcomes={"a": True}), fails=dict(outcomes={"a": True, "b": False}, collapse=["PARADE collapsed"]))
+def rule_block(outcomes: dict, collapse=()) -> tuple[bool | None, str | None]:
+    """C7, C7-LFW, C8a-C8c in one replicate block: `rule_every_comparison`; when it does not hold, `collapse` (PARADE's own
+    retrieval collapsed on a benchmark: a finding that explains the outcome) comes first in the reason."""
+    ok, why = rule_every_comparison(outcomes)
+    return ok, "; ".join([*collapse, why]) if why else None
+
+@rule(passes=dict(diffs={"a": (-0.2, 0.01)}), fails=dict(diffs={"a": (0.05, 0.9)}, collapse="PARADE collapsed"))
+def rule_c7m(diffs: dict, collapse: str | None = None) -> tuple[bool, str | None]:
+    "C7m on one benchmark: `rule_probe_lower`; when it fails, PARADE's `collapse` (if any) comes first in the reason."
+    ok, why = rule_probe_lower(diffs)
+    return ok, None if ok else ("; ".join(w for w in (collapse, why) if w) or None)
+
+@rule(passes=dict(benches={"a": dict(parade_r1=[0.80, 0.79, 0.81], standard_r1=[0.85, 0.84, 0.85])}),
+      fails=dict(benches={"a": dict(parade_r1=[0.82, 0.83, 0.82], standard_r1=[0.80, 0.80, 0.80])}))
+def rule_c10_benches(benches: dict) -> RuleResult:
+    """C10: `rule_c10` on every attribute benchmark ({bench: its keyword arguments}); None when one has no interval.
+    Values per benchmark: the mean overall R@1 of each arm and the lower bound."""
+    res = {b: rule_c10(**kw) for b, kw in benches.items()}
+    outs = [r["passed"] for r in res.values()]
+    ok = None if None in outs else all(outs)
+    vals = {b: dict(PARADE=round(float(np.mean(kw["parade_r1"])), 4), standard=round(float(np.mean(kw["standard_r1"])), 4),
+                    lower_95_of_standard_minus_parade=round(res[b]["lower"], 4)) for b, kw in benches.items()}
+    bad = [f"{b}: lower bound {res[b]['lower']:+.4f}" for b, r in res.items() if r["passed"] is not True]
+    return RuleResult(ok, None if ok else "; ".join(bad), vals)
