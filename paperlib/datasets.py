@@ -16,10 +16,12 @@ from .data import DataError, Column, Layout, read_tables, read_mat_records
 
 # %% auto #0
 __all__ = ['REGISTRY', 'DAGM_FOLDER', 'PCB_FOLDER', 'PLAIN_FOLDER', 'DAGM_CLASSES', 'PCB_TYPES', 'PCB_TEST_SHARE', 'DAGM_COLUMNS',
-           'PLAIN_COLUMNS', 'DAGM_LAYOUT', 'PLAIN_LAYOUT', 'CUB_IMAGES_TXT', 'CUB_LABELS_TXT', 'CUB_LAYOUTS',
-           'CUB_BREAKAGES', 'CUB', 'CARS_BREAKAGES', 'CARS', 'Dataset', 'register_dataset', 'get_dataset',
-           'find_folder', 'dataset_folders', 'folder_status', 'read_image', 'resize_image', 'load_dagm',
-           'read_voc_boxes', 'load_pcb', 'load_plain', 'check_class_range', 'tiny_image', 'cub_home', 'read_cub',
+           'PLAIN_COLUMNS', 'DAGM_LAYOUT', 'PLAIN_LAYOUT', 'STSB_FILES', 'STSB_SV_FILES', 'STSB_COLUMNS',
+           'STSB_SV_COLUMNS', 'STSB_LAYOUTS', 'STSB_SV_LAYOUTS', 'WEIGHT_FILES', 'TOKENIZER_FILES', 'MODEL_FOLDERS',
+           'CUB_IMAGES_TXT', 'CUB_LABELS_TXT', 'CUB_LAYOUTS', 'CUB_BREAKAGES', 'CUB', 'CARS_BREAKAGES', 'CARS',
+           'Dataset', 'register_dataset', 'get_dataset', 'find_folder', 'dataset_folders', 'folder_status',
+           'read_image', 'resize_image', 'load_dagm', 'read_voc_boxes', 'load_pcb', 'load_plain', 'read_stsb',
+           'read_stsb_sv', 'check_snapshot', 'check_class_range', 'tiny_image', 'cub_home', 'read_cub',
            'write_tiny_cub', 'read_cars', 'write_tiny_cars']
 
 # %% ../nbs/24_datasets.ipynb #f9fe6ab5
@@ -303,6 +305,68 @@ def load_plain(folder: Path, size: int) -> tuple[dict, list]:
 register_dataset(Dataset(DAGM_FOLDER, "DAGM 2007: ten textures with weakly labelled defects (classes 8 and 9 read)", (DAGM_LAYOUT,)))
 register_dataset(Dataset(PCB_FOLDER, "the PKU-Market-PCB defects: six defect types with VOC boxes", check=lambda folder: load_pcb(folder, 32)))
 register_dataset(Dataset(PLAIN_FOLDER, "any small-defect set as images, masks and a split", (PLAIN_LAYOUT,)))
+
+# %% ../nbs/24_datasets.ipynb #a3d4dffc
+from .data import read_index
+
+STSB_FILES = dict(test="sts-test.csv", train="sts-train.csv", dev="sts-dev.csv")
+STSB_SV_FILES = dict(test="test-sv.tsv", train="train-sv.tsv", dev="dev-sv.tsv")
+STSB_COLUMNS = [Column("genre"), Column("file"), Column("year"), Column("id"),
+                Column("score", kind="float", doc="similarity 0-5"), Column("sentence1"), Column("sentence2")]
+STSB_SV_COLUMNS = [Column("sentence1", doc="first sentence (Swedish)"), Column("sentence2", doc="second sentence"),
+                   Column("score", kind="float", doc="similarity 0-5")]
+STSB_LAYOUTS = {split: Layout(
+    f"STS-B {split}", "English STS benchmark (the templates come from the test split)", STSB_COLUMNS, index=name,
+    folder="stsb", sep="\t", header=False, quoting=False, extra_fields=True, required=split == "test")
+    for split, name in STSB_FILES.items()}
+STSB_SV_LAYOUTS = {split: Layout(
+    f"Swedish STS-B {split}", "machine-translated STS-B (mT5's Swedish fine-tuning)", STSB_SV_COLUMNS, index=name,
+    folder="stsb_sv", sep="\t", required=False) for split, name in STSB_SV_FILES.items()}
+
+def _in_sts_range(df: pd.DataFrame, path) -> pd.DataFrame:
+    bad = ~df.score.between(0, 5)
+    if bad.any():
+        raise DataError(f"{path}, row {df.attrs['lines'][int(np.argmax(bad))]}, column 'score': "
+                        f"{df.score[bad].iloc[0]} is outside the STS range 0-5")
+    return df.assign(line=df.attrs["lines"])[["score", "sentence1", "sentence2", "line"]]
+
+def read_stsb(path, split: str = "test") -> pd.DataFrame:
+    "An English STS-B file (tab-separated, no header, no quoting): score, sentence1, sentence2 and the file line of each row."
+    return _in_sts_range(read_index(path, STSB_LAYOUTS[split]), path)
+
+def read_stsb_sv(path, split: str = "test") -> pd.DataFrame:
+    "A Swedish STS-B file (tab-separated, a header with sentence1, sentence2, score)."
+    return _in_sts_range(read_index(path, STSB_SV_LAYOUTS[split]), path)
+
+register_dataset(Dataset("stsb", "the English STS benchmark (GLUE's STS-B, tab-separated)", tuple(STSB_LAYOUTS.values())))
+register_dataset(Dataset("stsb_sv", "the machine-translated Swedish STS-B", tuple(STSB_SV_LAYOUTS.values())))
+
+# %% ../nbs/24_datasets.ipynb #497208a3
+import json
+
+WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
+TOKENIZER_FILES = ("tokenizer.json", "spiece.model")
+MODEL_FOLDERS = tuple(f"{m}-{s}" for m in ("t5", "mt5") for s in ("small", "base", "large"))
+
+def check_snapshot(folder) -> Path:
+    "A local Hugging Face snapshot folder with config.json, weights and a tokenizer, or a DataError naming what is missing."
+    folder = Path(folder)
+    if not folder.is_dir(): raise DataError(f"model folder {folder} does not exist")
+    if not (folder / "config.json").is_file(): raise DataError(f"{folder}: missing config.json (not a Hugging Face snapshot folder)")
+    if not any((folder / w).is_file() for w in WEIGHT_FILES):
+        raise DataError(f"{folder}: missing the weights file model.safetensors (or one of {', '.join(WEIGHT_FILES[1:])})")
+    if not any((folder / t).is_file() for t in TOKENIZER_FILES):
+        raise DataError(f"{folder}: missing the tokenizer file spiece.model (or tokenizer.json)")
+    try: json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as e: raise DataError(f"{folder / 'config.json'}: not valid JSON ({e})") from None
+    return folder
+
+def _check_models(folder):
+    "Every model snapshot present under models/ must be complete (a partial copy is an error naming it)."
+    for name in MODEL_FOLDERS:
+        if (Path(folder) / name).exists(): check_snapshot(Path(folder) / name)
+
+register_dataset(Dataset("models", "the Hugging Face snapshots of the studied models", check=_check_models))
 
 # %% ../nbs/24_datasets.ipynb #4136e497
 def check_class_range(df: pd.DataFrame, where, lo: int, hi: int, col: str = "class_id", name: str | None = None) -> pd.DataFrame:
