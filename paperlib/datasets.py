@@ -18,10 +18,12 @@ from .data import DataError, Column, Layout, read_tables, read_mat_records
 __all__ = ['REGISTRY', 'DAGM_FOLDER', 'PCB_FOLDER', 'PLAIN_FOLDER', 'DAGM_CLASSES', 'PCB_TYPES', 'PCB_TEST_SHARE', 'DAGM_COLUMNS',
            'PLAIN_COLUMNS', 'DAGM_LAYOUT', 'PLAIN_LAYOUT', 'STSB_FILES', 'STSB_SV_FILES', 'STSB_COLUMNS',
            'STSB_SV_COLUMNS', 'STSB_LAYOUTS', 'STSB_SV_LAYOUTS', 'WEIGHT_FILES', 'TOKENIZER_FILES', 'MODEL_FOLDERS',
-           'CUB_IMAGES_TXT', 'CUB_LABELS_TXT', 'CUB_LAYOUTS', 'CUB_BREAKAGES', 'CUB', 'CARS_BREAKAGES', 'CARS',
-           'Dataset', 'register_dataset', 'get_dataset', 'find_folder', 'dataset_folders', 'folder_status',
+           'FEAT_FOLDER', 'EMBEDDING_INDEX', 'FEAT_DATA', 'UTK_RACES', 'UTK_NAME', 'ATTRIBUTE_TESTS', 'FOLDER_GROUP',
+           'MORPH_LEVELS', 'CUB_IMAGES_TXT', 'CUB_LABELS_TXT', 'CUB_LAYOUTS', 'CUB_BREAKAGES', 'CUB', 'CARS_BREAKAGES',
+           'CARS', 'Dataset', 'register_dataset', 'get_dataset', 'find_folder', 'dataset_folders', 'folder_status',
            'read_image', 'resize_image', 'load_dagm', 'read_voc_boxes', 'load_pcb', 'load_plain', 'read_stsb',
-           'read_stsb_sv', 'check_snapshot', 'check_class_range', 'tiny_image', 'cub_home', 'read_cub',
+           'read_stsb_sv', 'check_snapshot', 'parse_utkface', 'skipped_note', 'scan_utkface', 'scan_attributes',
+           'scan_morphs', 'load_embeddings', 'check_class_range', 'tiny_image', 'cub_home', 'read_cub',
            'write_tiny_cub', 'read_cars', 'write_tiny_cars']
 
 # %% ../nbs/24_datasets.ipynb #f9fe6ab5
@@ -367,6 +369,114 @@ def _check_models(folder):
         if (Path(folder) / name).exists(): check_snapshot(Path(folder) / name)
 
 register_dataset(Dataset("models", "the Hugging Face snapshots of the studied models", check=_check_models))
+
+# %% ../nbs/24_datasets.ipynb #d24fbf65
+import re
+
+FEAT_FOLDER = "feat_face_bias"
+EMBEDDING_INDEX = Layout(
+    "FEAT embeddings index", "one row per image whose embeddings are given: its path under the dataset folder",
+    [Column("path", doc="the image's path relative to <data_root>/feat_face_bias/ (utkface/..., feat_attributes/..., race_transform/...)")],
+    index="embeddings/index.csv", folder=FEAT_FOLDER, unique=("path",), key="path")
+FEAT_DATA = register_dataset(Dataset(FEAT_FOLDER, "UTKFace, the FEAT attribute sets and the race transforms, as embeddings or images",
+                                     (EMBEDDING_INDEX,)))
+UTK_RACES = {0: "EU", 1: "AF", 2: "AS", 3: "Indian", 4: "Others"}        # UTKFace: 0 White, 1 Black, 2 Asian, 3 Indian, 4 Others
+UTK_NAME = re.compile(r"^(\d{1,3})_([01])_([0-4])_(\d{8,17})\.jpg(\.chip\.jpg)?$", re.IGNORECASE)
+
+def parse_utkface(name: str) -> dict | None:
+    "The labels in a UTKFace file name [age]_[gender]_[race]_[datetime].jpg (gender 0 male, 1 female), or None."
+    m = UTK_NAME.match(name)
+    if not m: return None
+    age, gender, race = int(m[1]), int(m[2]), int(m[3])
+    return dict(age=age, gender="M" if gender == 0 else "F", race=UTK_RACES[race])
+
+def skipped_note(skipped: list, show: int = 3) -> str:
+    "The note on skipped UTKFace names: how many, and the first few."
+    if not skipped: return "every UTKFace file name follows the convention"
+    more = f" and {len(skipped) - show} more" if len(skipped) > show else ""
+    return (f"skipped {len(skipped)} UTKFace file(s) whose names do not follow [age]_[gender]_[race]_[datetime].jpg: "
+            f"{', '.join(skipped[:show])}{more}")
+
+# %% ../nbs/24_datasets.ipynb #ff312b73
+def scan_utkface(folder) -> tuple[pd.DataFrame, list]:
+    "The UTKFace crops under `folder` with their labels, and the names skipped because they do not follow the convention."
+    folder = Path(folder)
+    if not folder.is_dir(): raise DataError(f"missing folder {folder} (UTKFace crops named [age]_[gender]_[race]_[datetime].jpg)")
+    rows, skipped = [], []
+    for p in sorted(folder.iterdir()):
+        if not p.is_file(): continue
+        lab = parse_utkface(p.name)
+        if lab is None: skipped.append(p.name); continue
+        rows.append(dict(path=f"utkface/{p.name}", **lab))
+    if not rows: raise DataError(f"{folder}: no file follows the UTKFace name convention [age]_[gender]_[race]_[datetime].jpg "
+                                 f"({len(skipped)} other files, e.g. {', '.join(skipped[:3])})")
+    return pd.DataFrame(rows), skipped
+
+# %% ../nbs/24_datasets.ipynb #a81af09b
+ATTRIBUTE_TESTS = {"race": ("EU", "AF", "AS"), "gender": ("male", "female"), "age": ("young", "old"),
+                   "intersectional": ("white_female", "black_female", "asian_female")}
+FOLDER_GROUP = {"male": "M", "female": "F", "young": "Young", "old": "Old", "white_female": "EUF", "black_female": "AFF",
+                "asian_female": "ASF", "EU": "EU", "AF": "AF", "AS": "AS"}
+MORPH_LEVELS = (25, 50, 75, 100)
+
+def scan_attributes(folder, concepts) -> pd.DataFrame:
+    "The attribute images <test>/<concept>/<group>/*.jpg under `folder`; an attribute folder without one of its groups is an error naming it."
+    folder = Path(folder)
+    if not folder.is_dir(): raise DataError(f"missing folder {folder} (attribute images as <test>/<attribute>/<group>/*.jpg)")
+    rows = []
+    for test, groups in ATTRIBUTE_TESTS.items():
+        attrs = [c for c in concepts if test != "intersectional" or c in ("competent", "incompetent")]
+        if not (folder / test).is_dir(): continue
+        for a in attrs:
+            d = folder / test / a
+            if not d.is_dir(): raise DataError(f"missing attribute folder {d} (the {test} tests need {', '.join(attrs)})")
+            for g in groups:
+                files = sorted(p for p in (d / g).glob("*") if p.suffix.lower() in (".jpg", ".jpeg", ".png")) if (d / g).is_dir() else []
+                if not files: raise DataError(f"attribute folder {d} has no images of group {g!r} (expected sub-folders {', '.join(groups)})")
+                rows += [dict(test=test, attribute=a, group=FOLDER_GROUP[g], path=p.relative_to(folder.parent).as_posix()) for p in files]
+    if not rows: raise DataError(f"{folder}: none of the test folders {', '.join(ATTRIBUTE_TESTS)} is there")
+    return pd.DataFrame(rows)
+
+def scan_morphs(folder) -> pd.DataFrame:
+    "The user's race-transformed images {EU,AF}/{25,50,75,100}/*.jpg (0 optional) under `folder`."
+    folder = Path(folder); rows = []
+    for src in ("EU", "AF"):
+        for lvl in (0, *MORPH_LEVELS):
+            d = folder / src / str(lvl)
+            files = sorted(p for p in d.glob("*") if p.suffix.lower() in (".jpg", ".jpeg", ".png")) if d.is_dir() else []
+            if not files and lvl: raise DataError(f"missing or empty morph folder {d} (levels {', '.join(map(str, MORPH_LEVELS))} of EU and AF)")
+            rows += [dict(source=src, level=lvl / 100, path=p.relative_to(folder.parent).as_posix()) for p in files]
+    return pd.DataFrame(rows)
+
+# %% ../nbs/24_datasets.ipynb #8f3918b9
+def load_embeddings(root, models) -> dict:
+    """Pre-computed embeddings under <root>/embeddings/ of the `models`: index.csv (column `path`) and one <model>.npy per
+    model with one row per index row, or <model>.csv with a `path` column and the embedding's values."""
+    root = Path(root); e = root / "embeddings"
+    if not e.is_dir(): raise DataError(f"missing folder {e}: this notebook does not run face-recognition models (their weights "
+                                       f"are never downloaded); put pre-computed embeddings there ({', '.join(models)})")
+    out, index = {}, None
+    for m in models:
+        npy, csv = e / f"{m}.npy", e / f"{m}.csv"
+        if npy.exists():
+            if index is None: index = read_index(e / "index.csv", EMBEDDING_INDEX)
+            M = np.load(npy, allow_pickle=False)
+            if M.ndim != 2 or len(M) != len(index):
+                raise DataError(f"{npy} has shape {M.shape} but {e / 'index.csv'} lists {len(index)} images: one row per listed image needed")
+            out[m] = pd.DataFrame(M, index=index.path.values)
+        if csv.exists():
+            df = pd.read_csv(csv)
+            if "path" not in df.columns: raise DataError(f"{csv}: missing column 'path'")
+            V = df.drop(columns="path").apply(pd.to_numeric, errors="coerce")
+            if V.isna().any().any():
+                r, c = np.argwhere(V.isna().to_numpy())[0]
+                raise DataError(f"{csv}, row {r + 2}, column {V.columns[c]!r}: not a number")
+            V.index = df.path.values
+            if m in out and out[m].shape[1] != V.shape[1]:
+                raise DataError(f"embedding dimensions differ for {m}: {npy} has {out[m].shape[1]}, {csv} has {V.shape[1]}")
+            out[m] = pd.concat([out[m], V.set_axis(out[m].columns, axis=1)]) if m in out else V
+    if not out: raise DataError(f"{e}: no embeddings (<model>.npy with index.csv, or <model>.csv) for any of {', '.join(models)}")
+    return out
 
 # %% ../nbs/24_datasets.ipynb #4136e497
 def check_class_range(df: pd.DataFrame, where, lo: int, hi: int, col: str = "class_id", name: str | None = None) -> pd.DataFrame:
