@@ -64,6 +64,7 @@ def piece_index(offsets, span) -> list[int]:
     a, b = span
     return [t for t, (s, e) in enumerate(offsets) if e > s and s < b and e > a]
 
+# %% ../nbs/18_text.ipynb #7763e29d
 def contextual_embeddings(encoder, tokenizer, sentences, targets, layers=None, batch_size: int = 64,
                           device: str = "cpu", max_length: int = 128) -> dict:
     "Per layer: L2-normalized mean-pooled sentence vectors and target-word vectors (mean of the word's pieces)."
@@ -109,6 +110,7 @@ def load_seq2seq(folder, device: str = "cpu", dtype=None):
     model = AutoModelForSeq2SeqLM.from_pretrained(str(folder), local_files_only=True, **({"dtype": dtype} if dtype else {}))
     return tok, model.to(device).eval()
 
+# %% ../nbs/18_text.ipynb #1460ea2c
 def parse_score(text: str) -> float:
     "The number a T5 model generated, or NaN when it generated something else."
     try: return float(text.strip())
