@@ -15,17 +15,23 @@ import pandas as pd
 from .data import DataError, Column, Layout, read_table, read_tables, read_mat_records, fingerprint_real, cache_dir
 
 # %% auto #0
-__all__ = ['REGISTRY', 'POWERTAC_HOURS', 'POWERTAC_META', 'POWERTAC_LAYOUTS', 'POWERTAC_COUNTERFACTUAL', 'POWERTAC',
+__all__ = ['REGISTRY', 'DAGM_FOLDER', 'PCB_FOLDER', 'PLAIN_FOLDER', 'DAGM_CLASSES', 'PCB_TYPES', 'PCB_TEST_SHARE', 'DAGM_COLUMNS',
+           'PLAIN_COLUMNS', 'DAGM_LAYOUT', 'PLAIN_LAYOUT', 'STSB_FILES', 'STSB_SV_FILES', 'STSB_COLUMNS',
+           'STSB_SV_COLUMNS', 'STSB_LAYOUTS', 'STSB_SV_LAYOUTS', 'WEIGHT_FILES', 'TOKENIZER_FILES', 'MODEL_FOLDERS',
+           'FEAT_FOLDER', 'EMBEDDING_INDEX', 'FEAT_DATA', 'UTK_RACES', 'UTK_NAME', 'ATTRIBUTE_TESTS', 'FOLDER_GROUP',
+           'MORPH_LEVELS', 'POWERTAC_HOURS', 'POWERTAC_META', 'POWERTAC_LAYOUTS', 'POWERTAC_COUNTERFACTUAL', 'POWERTAC',
            'SALIENT_FOLDER', 'TASKS_FOLDER', 'SALIENT_REASONS', 'MINORITY_TASKS', 'COMPANY_LAYOUT', 'PRODUCT_LAYOUT',
            'TASK_LAYOUT', 'SALIENT', 'MINORITY', 'CUB_IMAGES_TXT', 'CUB_LABELS_TXT', 'CUB_LAYOUTS', 'CUB_BREAKAGES',
            'CUB', 'CARS_BREAKAGES', 'CARS', 'ITA_BINS', 'CELEBA_IDS', 'CELEBA_MARKS', 'CELEBA_IDS_LAYOUT',
            'CELEBA_SKIN', 'CELEBA_BREAKAGES', 'CELEBA', 'LFW_RACES', 'LFW_ATTRS', 'LFW_TINY_RACES', 'LFW_BREAKAGES',
            'LFW', 'Dataset', 'register_dataset', 'get_dataset', 'find_folder', 'dataset_folders', 'folder_status',
-           'read_powertac_counterfactuals', 'write_tiny_powertac', 'read_powertac', 'read_labelled_csv', 'read_lines',
-           'read_salient_facts', 'read_minority_tasks', 'check_class_range', 'tiny_image', 'cub_home', 'read_cub',
-           'write_tiny_cub', 'read_cars', 'write_tiny_cars', 'read_table_after', 'ita_category', 'patch_ita',
-           'read_celeba', 'write_tiny_celeba', 'read_lfw', 'write_tiny_lfw', 'load_images', 'split_within_classes',
-           'subsample_classes']
+           'read_image', 'resize_image', 'load_dagm', 'read_voc_boxes', 'load_pcb', 'load_plain', 'read_stsb',
+           'read_stsb_sv', 'check_snapshot', 'parse_utkface', 'skipped_note', 'scan_utkface', 'scan_attributes',
+           'scan_morphs', 'load_embeddings', 'read_powertac_counterfactuals', 'write_tiny_powertac', 'read_powertac',
+           'read_labelled_csv', 'read_lines', 'read_salient_facts', 'read_minority_tasks', 'check_class_range',
+           'tiny_image', 'cub_home', 'read_cub', 'write_tiny_cub', 'read_cars', 'write_tiny_cars', 'read_table_after',
+           'ita_category', 'patch_ita', 'read_celeba', 'write_tiny_celeba', 'read_lfw', 'write_tiny_lfw', 'load_images',
+           'split_within_classes', 'subsample_classes']
 
 # %% ../nbs/24_datasets.ipynb #f9fe6ab5
 @dataclass(eq=False)
@@ -122,6 +128,361 @@ def folder_status(data_root, slugs) -> list[dict]:
             try: ds.judge(p); row["valid"] = True
             except DataError as e: row.update(valid=False, error=str(e))
         out.append(row)
+    return out
+
+# %% ../nbs/24_datasets.ipynb #109166e2
+import tempfile, warnings
+import xml.etree.ElementTree as ET
+from .data import read_table
+
+DAGM_FOLDER, PCB_FOLDER, PLAIN_FOLDER = "DAGM2007", "PCB_DATASET", "small_defects"
+DAGM_CLASSES = {8: "Dagm-1", 9: "Dagm-2"}
+PCB_TYPES = ("Missing_hole", "Mouse_bite", "Open_circuit", "Short", "Spur", "Spurious_copper")
+PCB_TEST_SHARE = 101 / 623
+DAGM_COLUMNS = [Column("no", kind="int", doc="image number"),
+                Column("defective", kind="int", choices=(0, 1), doc="1: the image has a defect and a label image"),
+                Column("image", doc="image file in the split folder"), Column("flag", kind="int", doc="always 0"),
+                Column("label", allow_empty=True, doc="label image in Label/ (defective images)")]
+PLAIN_COLUMNS = [Column("image", doc="file under images/"), Column("split", choices=("train", "test"), doc="train or test")]
+DAGM_LAYOUT = Layout(
+    "DAGM 2007", "one Labels.txt per class and split (Class8/Train shown; Class9 and Test alike). Its first line is a "
+    "count; every other line is `<no> <defective 0|1> <image> 0 [<label image>]`, tab-separated. The paper's loader "
+    "checks every field; this registry entry checks the first one", [Column("no", kind="int", doc="the count, then the image number")],
+    index="Class8/Train/Label/Labels.txt", folder=DAGM_FOLDER, sep=None, header=False, extra_fields=True)
+PLAIN_LAYOUT = Layout(
+    "small defects (images + masks)", "one row per image; masks/<stem>.png is its binary mask", PLAIN_COLUMNS,
+    index="split.csv", folder=PLAIN_FOLDER, unique=("image",), key="image", path_column="image", path_base="images")
+
+def read_image(path: Path, size: int | None = None, mask: bool = False) -> np.ndarray:
+    "A grey image in [0, 1] (or a binary mask), optionally resized to size x size; a DataError names an unreadable file."
+    from PIL import Image, UnidentifiedImageError
+    try:
+        with Image.open(path) as im: a = np.asarray(im.convert("L"), dtype=np.float32) / 255.0
+    except (UnidentifiedImageError, OSError) as e:
+        raise DataError(f"{path}: not a readable image ({type(e).__name__}: {e})") from None
+    if mask: a = (a > 0).astype(np.float32)
+    return a if size is None else resize_image(a, size, mask)
+
+def resize_image(a: np.ndarray, size: int, mask: bool = False) -> np.ndarray:
+    "a resized to size x size: area average for images; for masks every pixel that any defect pixel touches."
+    from PIL import Image
+    if a.shape == (size, size): return (a > 0).astype(np.uint8) if mask else a.astype(np.float32)
+    r = np.asarray(Image.fromarray(a.astype(np.float32)).resize((size, size), Image.BOX), dtype=np.float32)
+    return (r > 1e-6).astype(np.uint8) if mask else r
+
+# %% ../nbs/24_datasets.ipynb #58519614
+def _check_size(img: np.ndarray, msk: np.ndarray, ipath: Path, mpath: Path, where: str = ""):
+    if img.shape != msk.shape:
+        raise DataError(f"{where}mask {mpath} is {msk.shape[1]}x{msk.shape[0]} pixels but its image {ipath} is "
+                        f"{img.shape[1]}x{img.shape[0]}; a mask must have the size of its image")
+
+def _read_dagm_labels(path: Path) -> pd.DataFrame:
+    "Labels.txt of one DAGM split: the first line (a count) is skipped, rows without a label name get an empty one."
+    if not path.is_file(): raise DataError(f"missing file {path} (each DAGM split folder holds Label/Labels.txt)")
+    try: lines = path.read_text(encoding="utf-8-sig").splitlines()
+    except UnicodeDecodeError: lines = None
+    if lines is None: return read_table(path, DAGM_COLUMNS, sep="\t", header=False)     # read_table names the bad byte
+    if not lines: raise DataError(f"{path} is empty; expected a count line and one row per image")
+    pad = lambda f: "\t".join(f + [""] if len(f) == 4 else f)
+    # the count line (fewer than 3 fields) becomes a blank line: read_table skips it and keeps the line numbers
+    fixed = ["" if len(f) < 3 else pad(f) for f in [lines[0].split()]] + [pad(l.split()) for l in lines[1:]]
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d) / path.name
+        tmp.write_text("\n".join(fixed) + "\n", encoding="utf-8")
+        try: return read_table(tmp, DAGM_COLUMNS, sep="\t", header=False, unique=("image",))
+        except DataError as e: raise DataError(str(e).replace(str(tmp), str(path))) from None
+
+# %% ../nbs/24_datasets.ipynb #c209a5d9
+def load_dagm(folder: Path, size: int, classes=DAGM_CLASSES) -> tuple[dict, list]:
+    "{type name: {'train': (X, Y), 'test': (X, Y)}} of the defective images of DAGM classes 8 and 9, and the files read."
+    folder, out, files = Path(folder), {}, []
+    for c, name in classes.items():
+        cdir = folder / f"Class{c}"
+        if not cdir.is_dir(): continue
+        out[name] = {}
+        for split, sub in (("train", "Train"), ("test", "Test")):
+            lab = cdir / sub / "Label" / "Labels.txt"
+            df = _read_dagm_labels(lab)
+            files.append(lab.relative_to(folder))
+            X, Y = [], []
+            for line, r in zip(df.attrs["lines"], df.itertuples()):
+                if r.defective != 1: continue
+                ipath = cdir / sub / r.image
+                if not ipath.is_file(): raise DataError(f"{lab}, row {line}, column 'image': missing image file {ipath}")
+                label = r.label if isinstance(r.label, str) and r.label.strip() else None
+                if label is None: raise DataError(f"{lab}, row {line}, column 'label': defective image {r.image} names no label image")
+                mpath = cdir / sub / "Label" / label
+                if not mpath.is_file(): raise DataError(f"{lab}, row {line}, column 'label': missing label file {mpath}")
+                img, msk = read_image(ipath), read_image(mpath, mask=True)
+                _check_size(img, msk, ipath, mpath, f"{lab}, row {line}: ")
+                X.append(resize_image(img, size)); Y.append(resize_image(msk, size, mask=True))
+                files += [ipath.relative_to(folder), mpath.relative_to(folder)]
+            if not X: raise DataError(f"{lab}: no defective image (column 'defective' = 1); the paper uses the defective images only")
+            out[name][split] = (np.stack(X), np.stack(Y))
+    if not out: raise DataError(f"{folder}: none of the class folders {', '.join(f'Class{c}' for c in classes)}")
+    return out, files
+
+# %% ../nbs/24_datasets.ipynb #2015c3ca
+def read_voc_boxes(path: Path) -> tuple[tuple[int, int], list, int]:
+    "((width, height), boxes [(x0, y0, x1, y1)] clipped to the image, number clipped) of one Pascal-VOC file."
+    try: root = ET.parse(path).getroot()
+    except ET.ParseError as e: raise DataError(f"{path}: not valid XML ({e})") from None
+    def num(node, tag, where):
+        el = node.find(tag)
+        if el is None or el.text is None or not el.text.strip(): raise DataError(f"{path}, {where}: missing <{tag}>")
+        try: v = float(el.text.strip())
+        except ValueError: raise DataError(f"{path}, {where}, <{tag}>: {el.text.strip()!r} is not a number") from None
+        return int(round(v))
+    size = root.find("size")
+    if size is None: raise DataError(f"{path}: missing <size>")
+    W, H = num(size, "width", "<size>"), num(size, "height", "<size>")
+    if W <= 0 or H <= 0: raise DataError(f"{path}, <size>: {W}x{H} is not an image size")
+    boxes, clipped = [], 0
+    for i, obj in enumerate(root.findall("object"), 1):
+        bb = obj.find("bndbox")
+        where = f"object {i}"
+        if bb is None: raise DataError(f"{path}, {where}: missing <bndbox>")
+        x0, y0, x1, y1 = (num(bb, t, where) for t in ("xmin", "ymin", "xmax", "ymax"))
+        if x1 < x0 or y1 < y0: raise DataError(f"{path}, {where}: box ({x0}, {y0}, {x1}, {y1}) has xmax < xmin or ymax < ymin")
+        c = (max(x0, 0), max(y0, 0), min(x1, W - 1), min(y1, H - 1))
+        if c != (x0, y0, x1, y1):
+            clipped += 1
+            if c[2] < c[0] or c[3] < c[1]: continue                # wholly outside: dropped
+        boxes.append(c)
+    if not boxes: raise DataError(f"{path}: no <object> with a box inside the image")
+    return (W, H), boxes, clipped
+
+# %% ../nbs/24_datasets.ipynb #836f6136
+def load_pcb(folder: Path, size: int, crop: int = 512, types=PCB_TYPES) -> tuple[dict, list]:
+    "{type name: {'train': (X, Y), 'test': (X, Y)}} of the PCB dataset: one patch around a box per image, masks = boxes."
+    folder, out, files, clipped, first = Path(folder), {}, [], 0, None
+    for k, t in enumerate(types):
+        idir, adir = folder / "images" / t, folder / "Annotations" / t
+        if not idir.is_dir(): continue
+        xmls = sorted(adir.glob("*.xml")) if adir.is_dir() else []
+        if not xmls: raise DataError(f"{adir}: no Pascal-VOC annotation (*.xml) for the images in {idir}")
+        X, Y = [], []
+        rng = np.random.default_rng([7, k])
+        for xp in xmls:
+            ip = next((p for p in (idir / (xp.stem + e) for e in (".jpg", ".JPG", ".png", ".PNG")) if p.is_file()), None)
+            if ip is None: raise DataError(f"{xp}: no image {xp.stem}.jpg in {idir}")
+            (W, H), boxes, c = read_voc_boxes(xp)
+            if c and first is None: first = xp
+            clipped += c
+            img = read_image(ip)
+            if img.shape != (H, W):
+                raise DataError(f"{xp}: <size> says {W}x{H} pixels but its image {ip} is {img.shape[1]}x{img.shape[0]}")
+            m = np.zeros((H, W), np.float32)
+            for x0, y0, x1, y1 in boxes: m[y0:y1 + 1, x0:x1 + 1] = 1
+            x0, y0, x1, y1 = boxes[int(rng.integers(len(boxes)))]
+            side = min(crop, W, H)
+            cx = int(np.clip((x0 + x1) // 2 - side // 2 + rng.integers(-side // 4, side // 4 + 1), 0, W - side))
+            cy = int(np.clip((y0 + y1) // 2 - side // 2 + rng.integers(-side // 4, side // 4 + 1), 0, H - side))
+            X.append(resize_image(img[cy:cy + side, cx:cx + side], size))
+            Y.append(resize_image(m[cy:cy + side, cx:cx + side], size, mask=True))
+            files += [xp.relative_to(folder), ip.relative_to(folder)]
+        n_test = max(1, int(round(len(X) * PCB_TEST_SHARE))) if len(X) > 1 else 0
+        if n_test == 0: raise DataError(f"{idir}: {len(X)} annotated image(s); a train/test split needs at least 2")
+        perm = np.random.default_rng([11, k]).permutation(len(X))
+        te, tr = perm[:n_test], perm[n_test:]
+        X, Y = np.stack(X), np.stack(Y)
+        out[t.replace("_", " ").lower()] = dict(train=(X[tr], Y[tr]), test=(X[te], Y[te]))
+    if not out: raise DataError(f"{folder / 'images'}: none of the defect folders {', '.join(types)}")
+    if clipped: warnings.warn(f"{clipped} PCB box(es) reached outside their image and were clipped to it (first: {first})")
+    return out, files
+
+# %% ../nbs/24_datasets.ipynb #bcd6d5ca
+def load_plain(folder: Path, size: int) -> tuple[dict, list]:
+    "{'WIS-like': {'train': (X, Y), 'test': (X, Y)}} of images/ + masks/ listed in split.csv."
+    folder = Path(folder)
+    df = read_table(folder / "split.csv", PLAIN_COLUMNS, unique=("image",), key="image")
+    parts, files = {"train": ([], []), "test": ([], [])}, [Path("split.csv")]
+    for line, r in zip(df.attrs["lines"], df.itertuples()):
+        ip, mp = folder / "images" / r.image, folder / "masks" / (Path(r.image).stem + ".png")
+        where = f"{folder / 'split.csv'}, row {line}"
+        if not ip.is_file(): raise DataError(f"{where}, column 'image': missing image file {ip}")
+        if not mp.is_file(): raise DataError(f"{where}: missing mask {mp} for image {ip}")
+        img, msk = read_image(ip), read_image(mp, mask=True)
+        _check_size(img, msk, ip, mp, f"{where}: ")
+        parts[r.split][0].append(resize_image(img, size)); parts[r.split][1].append(resize_image(msk, size, mask=True))
+        files += [ip.relative_to(folder), mp.relative_to(folder)]
+    for s, (X, _) in parts.items():
+        if not X: raise DataError(f"{folder / 'split.csv'}: no image in split {s!r}; both train and test are needed")
+    return {"WIS-like": {s: (np.stack(X), np.stack(Y)) for s, (X, Y) in parts.items()}}, files
+
+# PCB_DATASET is judged by its reader (at the smallest size: only the files matter)
+register_dataset(Dataset(DAGM_FOLDER, "DAGM 2007: ten textures with weakly labelled defects (classes 8 and 9 read)", (DAGM_LAYOUT,)))
+register_dataset(Dataset(PCB_FOLDER, "the PKU-Market-PCB defects: six defect types with VOC boxes", check=lambda folder: load_pcb(folder, 32)))
+register_dataset(Dataset(PLAIN_FOLDER, "any small-defect set as images, masks and a split", (PLAIN_LAYOUT,)))
+
+# %% ../nbs/24_datasets.ipynb #a3d4dffc
+from .data import read_index
+
+STSB_FILES = dict(test="sts-test.csv", train="sts-train.csv", dev="sts-dev.csv")
+STSB_SV_FILES = dict(test="test-sv.tsv", train="train-sv.tsv", dev="dev-sv.tsv")
+STSB_COLUMNS = [Column("genre"), Column("file"), Column("year"), Column("id"),
+                Column("score", kind="float", doc="similarity 0-5"), Column("sentence1"), Column("sentence2")]
+STSB_SV_COLUMNS = [Column("sentence1", doc="first sentence (Swedish)"), Column("sentence2", doc="second sentence"),
+                   Column("score", kind="float", doc="similarity 0-5")]
+STSB_LAYOUTS = {split: Layout(
+    f"STS-B {split}", "English STS benchmark (the templates come from the test split)", STSB_COLUMNS, index=name,
+    folder="stsb", sep="\t", header=False, quoting=False, extra_fields=True, required=split == "test")
+    for split, name in STSB_FILES.items()}
+STSB_SV_LAYOUTS = {split: Layout(
+    f"Swedish STS-B {split}", "machine-translated STS-B (mT5's Swedish fine-tuning)", STSB_SV_COLUMNS, index=name,
+    folder="stsb_sv", sep="\t", required=False) for split, name in STSB_SV_FILES.items()}
+
+def _in_sts_range(df: pd.DataFrame, path) -> pd.DataFrame:
+    bad = ~df.score.between(0, 5)
+    if bad.any():
+        raise DataError(f"{path}, row {df.attrs['lines'][int(np.argmax(bad))]}, column 'score': "
+                        f"{df.score[bad].iloc[0]} is outside the STS range 0-5")
+    return df.assign(line=df.attrs["lines"])[["score", "sentence1", "sentence2", "line"]]
+
+def read_stsb(path, split: str = "test") -> pd.DataFrame:
+    "An English STS-B file (tab-separated, no header, no quoting): score, sentence1, sentence2 and the file line of each row."
+    return _in_sts_range(read_index(path, STSB_LAYOUTS[split]), path)
+
+def read_stsb_sv(path, split: str = "test") -> pd.DataFrame:
+    "A Swedish STS-B file (tab-separated, a header with sentence1, sentence2, score)."
+    return _in_sts_range(read_index(path, STSB_SV_LAYOUTS[split]), path)
+
+register_dataset(Dataset("stsb", "the English STS benchmark (GLUE's STS-B, tab-separated)", tuple(STSB_LAYOUTS.values())))
+register_dataset(Dataset("stsb_sv", "the machine-translated Swedish STS-B", tuple(STSB_SV_LAYOUTS.values())))
+
+# %% ../nbs/24_datasets.ipynb #497208a3
+import json
+
+WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
+TOKENIZER_FILES = ("tokenizer.json", "spiece.model")
+MODEL_FOLDERS = tuple(f"{m}-{s}" for m in ("t5", "mt5") for s in ("small", "base", "large"))
+
+def check_snapshot(folder) -> Path:
+    "A local Hugging Face snapshot folder with config.json, weights and a tokenizer, or a DataError naming what is missing."
+    folder = Path(folder)
+    if not folder.is_dir(): raise DataError(f"model folder {folder} does not exist")
+    if not (folder / "config.json").is_file(): raise DataError(f"{folder}: missing config.json (not a Hugging Face snapshot folder)")
+    if not any((folder / w).is_file() for w in WEIGHT_FILES):
+        raise DataError(f"{folder}: missing the weights file model.safetensors (or one of {', '.join(WEIGHT_FILES[1:])})")
+    if not any((folder / t).is_file() for t in TOKENIZER_FILES):
+        raise DataError(f"{folder}: missing the tokenizer file spiece.model (or tokenizer.json)")
+    try: json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as e: raise DataError(f"{folder / 'config.json'}: not valid JSON ({e})") from None
+    return folder
+
+def _check_models(folder):
+    "Every model snapshot present under models/ must be complete (a partial copy is an error naming it)."
+    for name in MODEL_FOLDERS:
+        if (Path(folder) / name).exists(): check_snapshot(Path(folder) / name)
+
+register_dataset(Dataset("models", "the Hugging Face snapshots of the studied models", check=_check_models))
+
+# %% ../nbs/24_datasets.ipynb #d24fbf65
+import re
+
+FEAT_FOLDER = "feat_face_bias"
+EMBEDDING_INDEX = Layout(
+    "FEAT embeddings index", "one row per image whose embeddings are given: its path under the dataset folder",
+    [Column("path", doc="the image's path relative to <data_root>/feat_face_bias/ (utkface/..., feat_attributes/..., race_transform/...)")],
+    index="embeddings/index.csv", folder=FEAT_FOLDER, unique=("path",), key="path")
+FEAT_DATA = register_dataset(Dataset(FEAT_FOLDER, "UTKFace, the FEAT attribute sets and the race transforms, as embeddings or images",
+                                     (EMBEDDING_INDEX,)))
+UTK_RACES = {0: "EU", 1: "AF", 2: "AS", 3: "Indian", 4: "Others"}        # UTKFace: 0 White, 1 Black, 2 Asian, 3 Indian, 4 Others
+UTK_NAME = re.compile(r"^(\d{1,3})_([01])_([0-4])_(\d{8,17})\.jpg(\.chip\.jpg)?$", re.IGNORECASE)
+
+def parse_utkface(name: str) -> dict | None:
+    "The labels in a UTKFace file name [age]_[gender]_[race]_[datetime].jpg (gender 0 male, 1 female), or None."
+    m = UTK_NAME.match(name)
+    if not m: return None
+    age, gender, race = int(m[1]), int(m[2]), int(m[3])
+    return dict(age=age, gender="M" if gender == 0 else "F", race=UTK_RACES[race])
+
+def skipped_note(skipped: list, show: int = 3) -> str:
+    "The note on skipped UTKFace names: how many, and the first few."
+    if not skipped: return "every UTKFace file name follows the convention"
+    more = f" and {len(skipped) - show} more" if len(skipped) > show else ""
+    return (f"skipped {len(skipped)} UTKFace file(s) whose names do not follow [age]_[gender]_[race]_[datetime].jpg: "
+            f"{', '.join(skipped[:show])}{more}")
+
+# %% ../nbs/24_datasets.ipynb #ff312b73
+def scan_utkface(folder) -> tuple[pd.DataFrame, list]:
+    "The UTKFace crops under `folder` with their labels, and the names skipped because they do not follow the convention."
+    folder = Path(folder)
+    if not folder.is_dir(): raise DataError(f"missing folder {folder} (UTKFace crops named [age]_[gender]_[race]_[datetime].jpg)")
+    rows, skipped = [], []
+    for p in sorted(folder.iterdir()):
+        if not p.is_file(): continue
+        lab = parse_utkface(p.name)
+        if lab is None: skipped.append(p.name); continue
+        rows.append(dict(path=f"utkface/{p.name}", **lab))
+    if not rows: raise DataError(f"{folder}: no file follows the UTKFace name convention [age]_[gender]_[race]_[datetime].jpg "
+                                 f"({len(skipped)} other files, e.g. {', '.join(skipped[:3])})")
+    return pd.DataFrame(rows), skipped
+
+# %% ../nbs/24_datasets.ipynb #a81af09b
+ATTRIBUTE_TESTS = {"race": ("EU", "AF", "AS"), "gender": ("male", "female"), "age": ("young", "old"),
+                   "intersectional": ("white_female", "black_female", "asian_female")}
+FOLDER_GROUP = {"male": "M", "female": "F", "young": "Young", "old": "Old", "white_female": "EUF", "black_female": "AFF",
+                "asian_female": "ASF", "EU": "EU", "AF": "AF", "AS": "AS"}
+MORPH_LEVELS = (25, 50, 75, 100)
+
+def scan_attributes(folder, concepts) -> pd.DataFrame:
+    "The attribute images <test>/<concept>/<group>/*.jpg under `folder`; an attribute folder without one of its groups is an error naming it."
+    folder = Path(folder)
+    if not folder.is_dir(): raise DataError(f"missing folder {folder} (attribute images as <test>/<attribute>/<group>/*.jpg)")
+    rows = []
+    for test, groups in ATTRIBUTE_TESTS.items():
+        attrs = [c for c in concepts if test != "intersectional" or c in ("competent", "incompetent")]
+        if not (folder / test).is_dir(): continue
+        for a in attrs:
+            d = folder / test / a
+            if not d.is_dir(): raise DataError(f"missing attribute folder {d} (the {test} tests need {', '.join(attrs)})")
+            for g in groups:
+                files = sorted(p for p in (d / g).glob("*") if p.suffix.lower() in (".jpg", ".jpeg", ".png")) if (d / g).is_dir() else []
+                if not files: raise DataError(f"attribute folder {d} has no images of group {g!r} (expected sub-folders {', '.join(groups)})")
+                rows += [dict(test=test, attribute=a, group=FOLDER_GROUP[g], path=p.relative_to(folder.parent).as_posix()) for p in files]
+    if not rows: raise DataError(f"{folder}: none of the test folders {', '.join(ATTRIBUTE_TESTS)} is there")
+    return pd.DataFrame(rows)
+
+def scan_morphs(folder) -> pd.DataFrame:
+    "The user's race-transformed images {EU,AF}/{25,50,75,100}/*.jpg (0 optional) under `folder`."
+    folder = Path(folder); rows = []
+    for src in ("EU", "AF"):
+        for lvl in (0, *MORPH_LEVELS):
+            d = folder / src / str(lvl)
+            files = sorted(p for p in d.glob("*") if p.suffix.lower() in (".jpg", ".jpeg", ".png")) if d.is_dir() else []
+            if not files and lvl: raise DataError(f"missing or empty morph folder {d} (levels {', '.join(map(str, MORPH_LEVELS))} of EU and AF)")
+            rows += [dict(source=src, level=lvl / 100, path=p.relative_to(folder.parent).as_posix()) for p in files]
+    return pd.DataFrame(rows)
+
+# %% ../nbs/24_datasets.ipynb #8f3918b9
+def load_embeddings(root, models) -> dict:
+    """Pre-computed embeddings under <root>/embeddings/ of the `models`: index.csv (column `path`) and one <model>.npy per
+    model with one row per index row, or <model>.csv with a `path` column and the embedding's values."""
+    root = Path(root); e = root / "embeddings"
+    if not e.is_dir(): raise DataError(f"missing folder {e}: this notebook does not run face-recognition models (their weights "
+                                       f"are never downloaded); put pre-computed embeddings there ({', '.join(models)})")
+    out, index = {}, None
+    for m in models:
+        npy, csv = e / f"{m}.npy", e / f"{m}.csv"
+        if npy.exists():
+            if index is None: index = read_index(e / "index.csv", EMBEDDING_INDEX)
+            M = np.load(npy, allow_pickle=False)
+            if M.ndim != 2 or len(M) != len(index):
+                raise DataError(f"{npy} has shape {M.shape} but {e / 'index.csv'} lists {len(index)} images: one row per listed image needed")
+            out[m] = pd.DataFrame(M, index=index.path.values)
+        if csv.exists():
+            df = pd.read_csv(csv)
+            if "path" not in df.columns: raise DataError(f"{csv}: missing column 'path'")
+            V = df.drop(columns="path").apply(pd.to_numeric, errors="coerce")
+            if V.isna().any().any():
+                r, c = np.argwhere(V.isna().to_numpy())[0]
+                raise DataError(f"{csv}, row {r + 2}, column {V.columns[c]!r}: not a number")
+            V.index = df.path.values
+            if m in out and out[m].shape[1] != V.shape[1]:
+                raise DataError(f"embedding dimensions differ for {m}: {npy} has {out[m].shape[1]}, {csv} has {V.shape[1]}")
+            out[m] = pd.concat([out[m], V.set_axis(out[m].columns, axis=1)]) if m in out else V
+    if not out: raise DataError(f"{e}: no embeddings (<model>.npy with index.csv, or <model>.csv) for any of {', '.join(models)}")
     return out
 
 # %% ../nbs/24_datasets.ipynb #71e203d4

@@ -7,8 +7,9 @@ import pytest
 from PIL import Image
 
 from paperlib.data import DataError
+from paperlib.datasets import DAGM_FOLDER, PCB_FOLDER, PLAIN_FOLDER, load_dagm, load_pcb, load_plain, read_voc_boxes
 from paperlib.papers.defect_tdist import (
-    DAGM_FOLDER, PCB_FOLDER, PLAIN_FOLDER, SYNTH_TYPES, load_real_data, load_dagm, load_pcb, load_plain, read_voc_boxes,
+    SYNTH_TYPES, load_real_data,
     labelled_subset, label_pixel_ratios, ratio_stats, make_synth, k_eq5, k_eq3, gate_learned, gate_step1, gate_control,
     rule_beats, rule_low_label, rule_near_full, rule_step2_largest, rule_increasing, rule_kl_ap, adjust_nu,
     step1_ok, on_seeds, share_gap, gate_arms_differ, gate_ma_used, rule_ablation,

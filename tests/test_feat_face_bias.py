@@ -9,8 +9,9 @@ import pytest
 from PIL import Image
 
 from paperlib.data import DataError
-from paperlib.papers.feat_face_bias import (FOLDER, MODELS, ATTRIBUTE_TESTS, CONCEPTS, load_real_data, real_cells, real_morph,
-                                            scan_utkface, skipped_note, parse_utkface, rule_matches_paper, select_cells, B_CLAIMS)
+from paperlib.datasets import FEAT_FOLDER as FOLDER, ATTRIBUTE_TESTS, scan_utkface, skipped_note, parse_utkface
+from paperlib.papers.feat_face_bias import (MODELS, CONCEPTS, load_real_data, real_cells, real_morph, rule_matches_paper,
+                                            select_cells, B_CLAIMS)
 
 RACES = {"EU": 0, "AF": 1, "AS": 2}
 BAD_NAMES = ["holiday_photo.jpg", "26_1_9_20170116174525125.jpg", "26_1_2.jpg", "x_0_0_20170109150557335.jpg"]

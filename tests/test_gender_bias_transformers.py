@@ -8,10 +8,12 @@ import pandas as pd
 import pytest
 
 from paperlib.data import DataError
+from paperlib.datasets import read_stsb, read_stsb_sv, check_snapshot
+from paperlib.text import word_span, piece_index, contextual_embeddings, load_seq2seq, parse_score
 from paperlib.papers.gender_bias_transformers import (
     OCCUPATIONS, ALL_OCCUPATIONS, TEMPLATES_EN, parse_templates, load_templates, build_sentences, article, subject_sentence,
-    word_span, piece_index, contextual_embeddings, extrinsic_scores, extrinsic_table, gender_direction, direction_stability,
-    polarity, gender_wavg, read_stsb, read_stsb_sv, stsb_templates, check_snapshot, load_seq2seq, parse_score, status_table,
+    extrinsic_scores, extrinsic_table, gender_direction, direction_stability,
+    polarity, gender_wavg, stsb_templates, status_table,
     word_vectors, intrinsic_analysis, load_real_data, set_contrast, separation_auc, sts_gate, pipeline_gate,
     split_half_agreement, direction_gate, specificity_gate, share_gate, c1_rule, c2_rule, c3_rule, c5_rule, c6_rule, c7_rule,
     c8_rule, c9_rule, relative_offset, status_test, finetune_seeds, seed_bars, bars_separate, fisher_combine, sv_counts,

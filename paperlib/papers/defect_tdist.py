@@ -4,8 +4,7 @@
 
 # %% ../../nbs/papers/defect_tdist.ipynb #ca93e2e6
 from __future__ import annotations
-import copy, hashlib, json, math, re, tempfile, warnings, zlib
-import xml.etree.ElementTree as ET
+import copy, hashlib, json, math, re, zlib
 from dataclasses import dataclass, field, asdict, replace
 from functools import lru_cache
 from collections.abc import Iterator
@@ -15,8 +14,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..data import Column, Layout, DataError, DataSource, read_table, fingerprint_real
-from ..datasets import Dataset, register_dataset
+from ..data import DataError, DataSource, fingerprint_real
+from ..datasets import DAGM_FOLDER, PCB_FOLDER, PLAIN_FOLDER, load_dagm, load_pcb, load_plain
 from ..segment import (UNet, rot4, fit_segmenter, predict_proba, connected_regions, region_areas,
                               detection_metrics, best_f1_threshold, match_regions, average_precision)
 from ..stats import critical_value, mean_ci, topk_threshold, paired_tests, beats
@@ -24,18 +23,16 @@ from ..report import rule
 from ..train import lr_range_test, fit
 
 # %% auto #0
-__all__ = ['TEXTURES', 'DEFECTS', 'MODES', 'SYNTH_TYPES', 'MAIN_TYPE', 'CALIBRATION', 'DAGM_FOLDER', 'PCB_FOLDER', 'PLAIN_FOLDER',
-           'DAGM_CLASSES', 'PCB_TYPES', 'PCB_TEST_SHARE', 'DAGM_COLUMNS', 'PLAIN_COLUMNS', 'DAGM_LAYOUT',
-           'PLAIN_LAYOUT', 'DATASETS', 'STEP1_TRAINERS', 'RATIO_UNITS', 'EQ5_VARIANTS', 'MA_WEIGHTS', 'THRESHOLD_RULES',
-           'METHODS', 'ABLATIONS', 'LEARNED_AP', 'LEARNED_MARGIN', 'STEP1_PSEUDO_AP', 'ARMS_DIFFER', 'CONTROL_GAIN',
-           'FULL_TOL', 'ALPHA', 'DefectType', 'texture_image', 'background', 'defect_count', 'synth_image', 'type_seed',
-           'make_synth', 'read_image', 'resize_image', 'load_dagm', 'read_voc_boxes', 'load_pcb', 'load_plain',
-           'load_real_data', 'Budget', 'labelled_subset', 'train_step1', 'label_pixel_ratios', 'ratio_stats', 'k_eq3',
-           'k_eq5', 'k_eq6', 'moving_average_threshold', 'adjust_nu', 'PLConfig', 'region_ratio_kl', 'pseudo_label',
-           'evaluate', 'image_records', 'pooled_ap', 'gate_learned', 'learned_margin', 'step1_ok', 'gate_step1',
-           'on_seeds', 'share_gap', 'gate_arms_differ', 'gate_ma_used', 'rule_ablation', 'gate_control',
-           'rule_ap_beats', 'rule_every_cell', 'rule_beats', 'rule_low_label', 'rule_near_full', 'rule_step2_largest',
-           'rule_increasing', 'rule_kl_ap', 'rule_kl_ap_seed']
+__all__ = ['TEXTURES', 'DEFECTS', 'MODES', 'SYNTH_TYPES', 'MAIN_TYPE', 'CALIBRATION', 'DATASETS', 'STEP1_TRAINERS', 'RATIO_UNITS',
+           'EQ5_VARIANTS', 'MA_WEIGHTS', 'THRESHOLD_RULES', 'METHODS', 'ABLATIONS', 'LEARNED_AP', 'LEARNED_MARGIN',
+           'STEP1_PSEUDO_AP', 'ARMS_DIFFER', 'CONTROL_GAIN', 'FULL_TOL', 'ALPHA', 'DefectType', 'texture_image',
+           'background', 'defect_count', 'synth_image', 'type_seed', 'make_synth', 'load_real_data', 'Budget',
+           'labelled_subset', 'train_step1', 'label_pixel_ratios', 'ratio_stats', 'k_eq3', 'k_eq5', 'k_eq6',
+           'moving_average_threshold', 'adjust_nu', 'PLConfig', 'region_ratio_kl', 'pseudo_label', 'evaluate',
+           'image_records', 'pooled_ap', 'gate_learned', 'learned_margin', 'step1_ok', 'gate_step1', 'on_seeds',
+           'share_gap', 'gate_arms_differ', 'gate_ma_used', 'rule_ablation', 'gate_control', 'rule_ap_beats',
+           'rule_every_cell', 'rule_beats', 'rule_low_label', 'rule_near_full', 'rule_step2_largest', 'rule_increasing',
+           'rule_kl_ap', 'rule_kl_ap_seed']
 
 # %% ../../nbs/papers/defect_tdist.ipynb #4b67cb6a
 TEXTURES = ("brick", "grass", "gravel", "procedural")
@@ -178,178 +175,7 @@ def make_synth(t: DefectType, n: int, H: int, seed: int, split: str) -> dict:
     out = [synth_image(t, H, rng) for _ in range(n)]
     return dict(X=np.stack([o[0] for o in out]), Y=np.stack([o[1] for o in out]), E=np.stack([o[2] for o in out]))
 
-# %% ../../nbs/papers/defect_tdist.ipynb #3728fb88
-DAGM_FOLDER, PCB_FOLDER, PLAIN_FOLDER = "DAGM2007", "PCB_DATASET", "small_defects"
-DAGM_CLASSES = {8: "Dagm-1", 9: "Dagm-2"}
-PCB_TYPES = ("Missing_hole", "Mouse_bite", "Open_circuit", "Short", "Spur", "Spurious_copper")
-PCB_TEST_SHARE = 101 / 623
-DAGM_COLUMNS = [Column("no", kind="int", doc="image number"),
-                Column("defective", kind="int", choices=(0, 1), doc="1: the image has a defect and a label image"),
-                Column("image", doc="image file in the split folder"), Column("flag", kind="int", doc="always 0"),
-                Column("label", allow_empty=True, doc="label image in Label/ (defective images)")]
-PLAIN_COLUMNS = [Column("image", doc="file under images/"), Column("split", choices=("train", "test"), doc="train or test")]
-DAGM_LAYOUT = Layout(
-    "DAGM 2007", "one Labels.txt per class and split (Class8/Train shown; Class9 and Test alike). Its first line is a "
-    "count; every other line is `<no> <defective 0|1> <image> 0 [<label image>]`, tab-separated. The paper's loader "
-    "checks every field; this registry entry checks the first one", [Column("no", kind="int", doc="the count, then the image number")],
-    index="Class8/Train/Label/Labels.txt", folder=DAGM_FOLDER, sep=None, header=False, extra_fields=True)
-PLAIN_LAYOUT = Layout(
-    "small defects (images + masks)", "one row per image; masks/<stem>.png is its binary mask", PLAIN_COLUMNS,
-    index="split.csv", folder=PLAIN_FOLDER, unique=("image",), key="image", path_column="image", path_base="images")
-
-def read_image(path: Path, size: int | None = None, mask: bool = False) -> np.ndarray:
-    "A grey image in [0, 1] (or a binary mask), optionally resized to size x size; a DataError names an unreadable file."
-    from PIL import Image, UnidentifiedImageError
-    try:
-        with Image.open(path) as im: a = np.asarray(im.convert("L"), dtype=np.float32) / 255.0
-    except (UnidentifiedImageError, OSError) as e:
-        raise DataError(f"{path}: not a readable image ({type(e).__name__}: {e})") from None
-    if mask: a = (a > 0).astype(np.float32)
-    return a if size is None else resize_image(a, size, mask)
-
-def resize_image(a: np.ndarray, size: int, mask: bool = False) -> np.ndarray:
-    "a resized to size x size: area average for images; for masks every pixel that any defect pixel touches."
-    from PIL import Image
-    if a.shape == (size, size): return (a > 0).astype(np.uint8) if mask else a.astype(np.float32)
-    r = np.asarray(Image.fromarray(a.astype(np.float32)).resize((size, size), Image.BOX), dtype=np.float32)
-    return (r > 1e-6).astype(np.uint8) if mask else r
-
-def _check_size(img: np.ndarray, msk: np.ndarray, ipath: Path, mpath: Path, where: str = ""):
-    if img.shape != msk.shape:
-        raise DataError(f"{where}mask {mpath} is {msk.shape[1]}x{msk.shape[0]} pixels but its image {ipath} is "
-                        f"{img.shape[1]}x{img.shape[0]}; a mask must have the size of its image")
-
-def _read_dagm_labels(path: Path) -> pd.DataFrame:
-    "Labels.txt of one DAGM split: the first line (a count) is skipped, rows without a label name get an empty one."
-    if not path.is_file(): raise DataError(f"missing file {path} (each DAGM split folder holds Label/Labels.txt)")
-    try: lines = path.read_text(encoding="utf-8-sig").splitlines()
-    except UnicodeDecodeError: lines = None
-    if lines is None: return read_table(path, DAGM_COLUMNS, sep="\t", header=False)     # read_table names the bad byte
-    if not lines: raise DataError(f"{path} is empty; expected a count line and one row per image")
-    pad = lambda f: "\t".join(f + [""] if len(f) == 4 else f)
-    # the count line (fewer than 3 fields) becomes a blank line: read_table skips it and keeps the line numbers
-    fixed = ["" if len(f) < 3 else pad(f) for f in [lines[0].split()]] + [pad(l.split()) for l in lines[1:]]
-    with tempfile.TemporaryDirectory() as d:
-        tmp = Path(d) / path.name
-        tmp.write_text("\n".join(fixed) + "\n", encoding="utf-8")
-        try: return read_table(tmp, DAGM_COLUMNS, sep="\t", header=False, unique=("image",))
-        except DataError as e: raise DataError(str(e).replace(str(tmp), str(path))) from None
-
-def load_dagm(folder: Path, size: int, classes=DAGM_CLASSES) -> tuple[dict, list]:
-    "{type name: {'train': (X, Y), 'test': (X, Y)}} of the defective images of DAGM classes 8 and 9, and the files read."
-    folder, out, files = Path(folder), {}, []
-    for c, name in classes.items():
-        cdir = folder / f"Class{c}"
-        if not cdir.is_dir(): continue
-        out[name] = {}
-        for split, sub in (("train", "Train"), ("test", "Test")):
-            lab = cdir / sub / "Label" / "Labels.txt"
-            df = _read_dagm_labels(lab)
-            files.append(lab.relative_to(folder))
-            X, Y = [], []
-            for line, r in zip(df.attrs["lines"], df.itertuples()):
-                if r.defective != 1: continue
-                ipath = cdir / sub / r.image
-                if not ipath.is_file(): raise DataError(f"{lab}, row {line}, column 'image': missing image file {ipath}")
-                label = r.label if isinstance(r.label, str) and r.label.strip() else None
-                if label is None: raise DataError(f"{lab}, row {line}, column 'label': defective image {r.image} names no label image")
-                mpath = cdir / sub / "Label" / label
-                if not mpath.is_file(): raise DataError(f"{lab}, row {line}, column 'label': missing label file {mpath}")
-                img, msk = read_image(ipath), read_image(mpath, mask=True)
-                _check_size(img, msk, ipath, mpath, f"{lab}, row {line}: ")
-                X.append(resize_image(img, size)); Y.append(resize_image(msk, size, mask=True))
-                files += [ipath.relative_to(folder), mpath.relative_to(folder)]
-            if not X: raise DataError(f"{lab}: no defective image (column 'defective' = 1); the paper uses the defective images only")
-            out[name][split] = (np.stack(X), np.stack(Y))
-    if not out: raise DataError(f"{folder}: none of the class folders {', '.join(f'Class{c}' for c in classes)}")
-    return out, files
-
 # %% ../../nbs/papers/defect_tdist.ipynb #3fc7f48f
-def read_voc_boxes(path: Path) -> tuple[tuple[int, int], list, int]:
-    "((width, height), boxes [(x0, y0, x1, y1)] clipped to the image, number clipped) of one Pascal-VOC file."
-    try: root = ET.parse(path).getroot()
-    except ET.ParseError as e: raise DataError(f"{path}: not valid XML ({e})") from None
-    def num(node, tag, where):
-        el = node.find(tag)
-        if el is None or el.text is None or not el.text.strip(): raise DataError(f"{path}, {where}: missing <{tag}>")
-        try: v = float(el.text.strip())
-        except ValueError: raise DataError(f"{path}, {where}, <{tag}>: {el.text.strip()!r} is not a number") from None
-        return int(round(v))
-    size = root.find("size")
-    if size is None: raise DataError(f"{path}: missing <size>")
-    W, H = num(size, "width", "<size>"), num(size, "height", "<size>")
-    if W <= 0 or H <= 0: raise DataError(f"{path}, <size>: {W}x{H} is not an image size")
-    boxes, clipped = [], 0
-    for i, obj in enumerate(root.findall("object"), 1):
-        bb = obj.find("bndbox")
-        where = f"object {i}"
-        if bb is None: raise DataError(f"{path}, {where}: missing <bndbox>")
-        x0, y0, x1, y1 = (num(bb, t, where) for t in ("xmin", "ymin", "xmax", "ymax"))
-        if x1 < x0 or y1 < y0: raise DataError(f"{path}, {where}: box ({x0}, {y0}, {x1}, {y1}) has xmax < xmin or ymax < ymin")
-        c = (max(x0, 0), max(y0, 0), min(x1, W - 1), min(y1, H - 1))
-        if c != (x0, y0, x1, y1):
-            clipped += 1
-            if c[2] < c[0] or c[3] < c[1]: continue                # wholly outside: dropped
-        boxes.append(c)
-    if not boxes: raise DataError(f"{path}: no <object> with a box inside the image")
-    return (W, H), boxes, clipped
-
-def load_pcb(folder: Path, size: int, crop: int = 512, types=PCB_TYPES) -> tuple[dict, list]:
-    "{type name: {'train': (X, Y), 'test': (X, Y)}} of the PCB dataset: one patch around a box per image, masks = boxes."
-    folder, out, files, clipped, first = Path(folder), {}, [], 0, None
-    for k, t in enumerate(types):
-        idir, adir = folder / "images" / t, folder / "Annotations" / t
-        if not idir.is_dir(): continue
-        xmls = sorted(adir.glob("*.xml")) if adir.is_dir() else []
-        if not xmls: raise DataError(f"{adir}: no Pascal-VOC annotation (*.xml) for the images in {idir}")
-        X, Y = [], []
-        rng = np.random.default_rng([7, k])
-        for xp in xmls:
-            ip = next((p for p in (idir / (xp.stem + e) for e in (".jpg", ".JPG", ".png", ".PNG")) if p.is_file()), None)
-            if ip is None: raise DataError(f"{xp}: no image {xp.stem}.jpg in {idir}")
-            (W, H), boxes, c = read_voc_boxes(xp)
-            if c and first is None: first = xp
-            clipped += c
-            img = read_image(ip)
-            if img.shape != (H, W):
-                raise DataError(f"{xp}: <size> says {W}x{H} pixels but its image {ip} is {img.shape[1]}x{img.shape[0]}")
-            m = np.zeros((H, W), np.float32)
-            for x0, y0, x1, y1 in boxes: m[y0:y1 + 1, x0:x1 + 1] = 1
-            x0, y0, x1, y1 = boxes[int(rng.integers(len(boxes)))]
-            side = min(crop, W, H)
-            cx = int(np.clip((x0 + x1) // 2 - side // 2 + rng.integers(-side // 4, side // 4 + 1), 0, W - side))
-            cy = int(np.clip((y0 + y1) // 2 - side // 2 + rng.integers(-side // 4, side // 4 + 1), 0, H - side))
-            X.append(resize_image(img[cy:cy + side, cx:cx + side], size))
-            Y.append(resize_image(m[cy:cy + side, cx:cx + side], size, mask=True))
-            files += [xp.relative_to(folder), ip.relative_to(folder)]
-        n_test = max(1, int(round(len(X) * PCB_TEST_SHARE))) if len(X) > 1 else 0
-        if n_test == 0: raise DataError(f"{idir}: {len(X)} annotated image(s); a train/test split needs at least 2")
-        perm = np.random.default_rng([11, k]).permutation(len(X))
-        te, tr = perm[:n_test], perm[n_test:]
-        X, Y = np.stack(X), np.stack(Y)
-        out[t.replace("_", " ").lower()] = dict(train=(X[tr], Y[tr]), test=(X[te], Y[te]))
-    if not out: raise DataError(f"{folder / 'images'}: none of the defect folders {', '.join(types)}")
-    if clipped: warnings.warn(f"{clipped} PCB box(es) reached outside their image and were clipped to it (first: {first})")
-    return out, files
-
-def load_plain(folder: Path, size: int) -> tuple[dict, list]:
-    "{'WIS-like': {'train': (X, Y), 'test': (X, Y)}} of images/ + masks/ listed in split.csv."
-    folder = Path(folder)
-    df = read_table(folder / "split.csv", PLAIN_COLUMNS, unique=("image",), key="image")
-    parts, files = {"train": ([], []), "test": ([], [])}, [Path("split.csv")]
-    for line, r in zip(df.attrs["lines"], df.itertuples()):
-        ip, mp = folder / "images" / r.image, folder / "masks" / (Path(r.image).stem + ".png")
-        where = f"{folder / 'split.csv'}, row {line}"
-        if not ip.is_file(): raise DataError(f"{where}, column 'image': missing image file {ip}")
-        if not mp.is_file(): raise DataError(f"{where}: missing mask {mp} for image {ip}")
-        img, msk = read_image(ip), read_image(mp, mask=True)
-        _check_size(img, msk, ip, mp, f"{where}: ")
-        parts[r.split][0].append(resize_image(img, size)); parts[r.split][1].append(resize_image(msk, size, mask=True))
-        files += [ip.relative_to(folder), mp.relative_to(folder)]
-    for s, (X, _) in parts.items():
-        if not X: raise DataError(f"{folder / 'split.csv'}: no image in split {s!r}; both train and test are needed")
-    return {"WIS-like": {s: (np.stack(X), np.stack(Y)) for s, (X, Y) in parts.items()}}, files
-
 def load_real_data(data_root, size: int) -> tuple[DataSource, dict]:
     "Every dataset found under `data_root`: (DataSource with a fingerprint of every file read, {type: {split: (X, Y)}})."
     data_root = Path(data_root)
@@ -365,12 +191,6 @@ def load_real_data(data_root, size: int) -> tuple[DataSource, dict]:
                      fp, str(data_root), dict(types={k: {s: len(v[s][0]) for s in v} for k, v in types.items()}, fingerprints=fps))
     return src, types
 
-# %% ../../nbs/papers/defect_tdist.ipynb #43b9517c
-# the folders only this paper reads, judged by `paperlib list --data-root`; PCB_DATASET by the reader itself (at the
-# smallest size: only the files matter)
-register_dataset(Dataset(DAGM_FOLDER, "DAGM 2007: ten textures with weakly labelled defects (classes 8 and 9 read)", (DAGM_LAYOUT,)))
-register_dataset(Dataset(PCB_FOLDER, "the PKU-Market-PCB defects: six defect types with VOC boxes", check=lambda folder: load_pcb(folder, 32)))
-register_dataset(Dataset(PLAIN_FOLDER, "any small-defect set as images, masks and a split", (PLAIN_LAYOUT,)))
 DATASETS = (DAGM_FOLDER, PCB_FOLDER, PLAIN_FOLDER)
 
 # %% ../../nbs/papers/defect_tdist.ipynb #5a4c1016

@@ -4,7 +4,6 @@
 
 # %% ../../nbs/papers/feat_face_bias.ipynb #fea70004
 from __future__ import annotations
-import re, warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,8 +11,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from ..data import Column, Layout, DataError, DataSource, read_index, fingerprint_real
-from ..datasets import Dataset, register_dataset
+from ..data import DataError, DataSource, fingerprint_real
+from ..datasets import FEAT_FOLDER, scan_utkface, skipped_note, scan_attributes, scan_morphs, load_embeddings
 from ..stats import weat_association, weat_effect_size, partition_test, permutation_p, weat_test
 from ..report import rule
 from ..association import (attribute_deltas, stratified_label_test, stratified_attribute_test, bootstrap_effect_size,
@@ -22,12 +21,10 @@ from ..association import (attribute_deltas, stratified_label_test, stratified_a
 
 # %% auto #0
 __all__ = ['MODELS', 'CARDS', 'ATTRIBUTES', 'GROUPS', 'INTERSECTIONAL', 'LEVELS', 'TABLE1', 'PAPER', 'SIG', 'MARKS',
-           'MARK_LEGEND', 'FOLDER', 'EMBEDDING_INDEX', 'FEAT_DATA', 'DATASETS', 'UTK_RACES', 'UTK_NAME',
-           'ATTRIBUTE_TESTS', 'FOLDER_GROUP', 'TEST_OF_PAIR', 'MORPH_LEVELS', 'CONCEPTS', 'BETA_GRID', 'FACE_GROUPS',
-           'FACE_GROUP_SD', 'SLOTS', 'GENDER_CUES', 'AGE_CUES', 'TEXTURES', 'B_CLAIMS', 'parse_paper_tables',
-           'paper_tests', 'group_set', 'attribute_counts', 'feat_s', 'feat_statistic', 'feat_effect_size', 'feat_p',
-           'equalise', 'feat_tests', 'parse_utkface', 'scan_utkface', 'skipped_note', 'utk_groups', 'scan_attributes',
-           'scan_morphs', 'load_embeddings', 'load_real_data', 'real_cells', 'real_morph', 'draw_cell', 'cell_scores',
+           'MARK_LEGEND', 'DATASETS', 'TEST_OF_PAIR', 'CONCEPTS', 'BETA_GRID', 'FACE_GROUPS', 'FACE_GROUP_SD', 'SLOTS',
+           'GENDER_CUES', 'AGE_CUES', 'TEXTURES', 'B_CLAIMS', 'parse_paper_tables', 'paper_tests', 'group_set',
+           'attribute_counts', 'feat_s', 'feat_statistic', 'feat_effect_size', 'feat_p', 'equalise', 'feat_tests',
+           'utk_groups', 'load_real_data', 'real_cells', 'real_morph', 'draw_cell', 'cell_scores',
            'model_card_geometry', 'model_cards', 'run_tables', 'paper_layout', 'morph_series', 'morph_tests',
            'run_table6', 'class_probability_curve', 'face_identities', 'morph_identities', 'texture', 'render_faces',
            'attribute_images', 'pixel_encoder', 'random_cnn_encoder', 'tier2_images', 'tier2_cells', 'tier2_morph',
@@ -169,51 +166,9 @@ MARK_LEGEND = ("* the paper's rule (one-sided target permutation, p < 0.001); â€
                "â€  stratified attribute permutation p < 0.001; h stratified p < 0.05 after Holm over the table")
 
 # %% ../../nbs/papers/feat_face_bias.ipynb #fea70019
-FOLDER = "feat_face_bias"
-EMBEDDING_INDEX = Layout(
-    "FEAT embeddings index", "one row per image whose embeddings are given: its path under the dataset folder",
-    [Column("path", doc="the image's path relative to <data_root>/feat_face_bias/ (utkface/..., feat_attributes/..., race_transform/...)")],
-    index="embeddings/index.csv", folder=FOLDER, unique=("path",), key="path")
-FEAT_DATA = register_dataset(Dataset(FOLDER, "UTKFace, the FEAT attribute sets and the race transforms, as embeddings or images",
-                                     (EMBEDDING_INDEX,)))
-DATASETS = (FOLDER,)
-UTK_RACES = {0: "EU", 1: "AF", 2: "AS", 3: "Indian", 4: "Others"}        # UTKFace: 0 White, 1 Black, 2 Asian, 3 Indian, 4 Others
-UTK_NAME = re.compile(r"^(\d{1,3})_([01])_([0-4])_(\d{8,17})\.jpg(\.chip\.jpg)?$", re.IGNORECASE)
-ATTRIBUTE_TESTS = {"race": ("EU", "AF", "AS"), "gender": ("male", "female"), "age": ("young", "old"),
-                   "intersectional": ("white_female", "black_female", "asian_female")}
-FOLDER_GROUP = {"male": "M", "female": "F", "young": "Young", "old": "Old", "white_female": "EUF", "black_female": "AFF",
-                "asian_female": "ASF", "EU": "EU", "AF": "AF", "AS": "AS"}
+DATASETS = (FEAT_FOLDER,)
 TEST_OF_PAIR = {"EU/AF": "race", "EU/AS": "race", "M/F": "gender", "Young/Old": "age", "EUF/AFF": "intersectional",
                 "EUF/ASF": "intersectional", "AFF/ASF": "intersectional"}
-MORPH_LEVELS = (25, 50, 75, 100)
-
-def parse_utkface(name: str) -> dict | None:
-    "The labels in a UTKFace file name [age]_[gender]_[race]_[datetime].jpg (gender 0 male, 1 female), or None."
-    m = UTK_NAME.match(name)
-    if not m: return None
-    age, gender, race = int(m[1]), int(m[2]), int(m[3])
-    return dict(age=age, gender="M" if gender == 0 else "F", race=UTK_RACES[race])
-
-def scan_utkface(folder) -> tuple[pd.DataFrame, list]:
-    "The UTKFace crops under `folder` with their labels, and the names skipped because they do not follow the convention."
-    folder = Path(folder)
-    if not folder.is_dir(): raise DataError(f"missing folder {folder} (UTKFace crops named [age]_[gender]_[race]_[datetime].jpg)")
-    rows, skipped = [], []
-    for p in sorted(folder.iterdir()):
-        if not p.is_file(): continue
-        lab = parse_utkface(p.name)
-        if lab is None: skipped.append(p.name); continue
-        rows.append(dict(path=f"utkface/{p.name}", **lab))
-    if not rows: raise DataError(f"{folder}: no file follows the UTKFace name convention [age]_[gender]_[race]_[datetime].jpg "
-                                 f"({len(skipped)} other files, e.g. {', '.join(skipped[:3])})")
-    return pd.DataFrame(rows), skipped
-
-def skipped_note(skipped: list, show: int = 3) -> str:
-    "The note on skipped UTKFace names: how many, and the first few."
-    if not skipped: return "every UTKFace file name follows the convention"
-    more = f" and {len(skipped) - show} more" if len(skipped) > show else ""
-    return (f"skipped {len(skipped)} UTKFace file(s) whose names do not follow [age]_[gender]_[race]_[datetime].jpg: "
-            f"{', '.join(skipped[:show])}{more}")
 
 def utk_groups(utk: pd.DataFrame) -> dict:
     "The paper's target groups from the UTKFace labels: races, genders, Young (19-50), Old (> 60), and the women of three races."
@@ -223,71 +178,13 @@ def utk_groups(utk: pd.DataFrame) -> dict:
              ASF=utk[(utk.race == "AS") & (utk.gender == "F")])
     return g
 
-def scan_attributes(folder) -> pd.DataFrame:
-    "The attribute images <test>/<attribute>/<group>/*.jpg under `folder`; an attribute folder without one of its groups is an error naming it."
-    folder = Path(folder)
-    if not folder.is_dir(): raise DataError(f"missing folder {folder} (attribute images as <test>/<attribute>/<group>/*.jpg)")
-    rows = []
-    for test, groups in ATTRIBUTE_TESTS.items():
-        attrs = [c for c in CONCEPTS if test != "intersectional" or c in ("competent", "incompetent")]
-        if not (folder / test).is_dir(): continue
-        for a in attrs:
-            d = folder / test / a
-            if not d.is_dir(): raise DataError(f"missing attribute folder {d} (the {test} tests need {', '.join(attrs)})")
-            for g in groups:
-                files = sorted(p for p in (d / g).glob("*") if p.suffix.lower() in (".jpg", ".jpeg", ".png")) if (d / g).is_dir() else []
-                if not files: raise DataError(f"attribute folder {d} has no images of group {g!r} (expected sub-folders {', '.join(groups)})")
-                rows += [dict(test=test, attribute=a, group=FOLDER_GROUP[g], path=p.relative_to(folder.parent).as_posix()) for p in files]
-    if not rows: raise DataError(f"{folder}: none of the test folders {', '.join(ATTRIBUTE_TESTS)} is there")
-    return pd.DataFrame(rows)
-
-def scan_morphs(folder) -> pd.DataFrame:
-    "The user's race-transformed images {EU,AF}/{25,50,75,100}/*.jpg (0 optional) under `folder`."
-    folder = Path(folder); rows = []
-    for src in ("EU", "AF"):
-        for lvl in (0, *MORPH_LEVELS):
-            d = folder / src / str(lvl)
-            files = sorted(p for p in d.glob("*") if p.suffix.lower() in (".jpg", ".jpeg", ".png")) if d.is_dir() else []
-            if not files and lvl: raise DataError(f"missing or empty morph folder {d} (levels {', '.join(map(str, MORPH_LEVELS))} of EU and AF)")
-            rows += [dict(source=src, level=lvl / 100, path=p.relative_to(folder.parent).as_posix()) for p in files]
-    return pd.DataFrame(rows)
-
-def load_embeddings(root) -> dict:
-    """Pre-computed embeddings under <root>/embeddings/: index.csv (column `path`) and one <model>.npy per model with one
-    row per index row, or <model>.csv with a `path` column and the embedding's values. Models are those of the paper."""
-    root = Path(root); e = root / "embeddings"
-    if not e.is_dir(): raise DataError(f"missing folder {e}: this notebook does not run face-recognition models (their weights "
-                                       f"are never downloaded); put pre-computed embeddings there ({', '.join(MODELS)})")
-    out, index = {}, None
-    for m in MODELS:
-        npy, csv = e / f"{m}.npy", e / f"{m}.csv"
-        if npy.exists():
-            if index is None: index = read_index(e / "index.csv", EMBEDDING_INDEX)
-            M = np.load(npy, allow_pickle=False)
-            if M.ndim != 2 or len(M) != len(index):
-                raise DataError(f"{npy} has shape {M.shape} but {e / 'index.csv'} lists {len(index)} images: one row per listed image needed")
-            out[m] = pd.DataFrame(M, index=index.path.values)
-        if csv.exists():
-            df = pd.read_csv(csv)
-            if "path" not in df.columns: raise DataError(f"{csv}: missing column 'path'")
-            V = df.drop(columns="path").apply(pd.to_numeric, errors="coerce")
-            if V.isna().any().any():
-                r, c = np.argwhere(V.isna().to_numpy())[0]
-                raise DataError(f"{csv}, row {r + 2}, column {V.columns[c]!r}: not a number")
-            V.index = df.path.values
-            if m in out and out[m].shape[1] != V.shape[1]:
-                raise DataError(f"embedding dimensions differ for {m}: {npy} has {out[m].shape[1]}, {csv} has {V.shape[1]}")
-            out[m] = pd.concat([out[m], V.set_axis(out[m].columns, axis=1)]) if m in out else V
-    if not out: raise DataError(f"{e}: no embeddings (<model>.npy with index.csv, or <model>.csv) for any of {', '.join(MODELS)}")
-    return out
-
 def load_real_data(root) -> tuple[DataSource, dict]:
     "The real data under `root` (= <data_root>/feat_face_bias/): UTKFace, attribute images, optional morphs, embeddings."
     root = Path(root)
     utk, skipped = scan_utkface(root / "utkface")
-    attrs = scan_attributes(root / "feat_attributes")
+    attrs = scan_attributes(root / "feat_attributes", CONCEPTS)
     morphs = scan_morphs(root / "race_transform") if (root / "race_transform").is_dir() else pd.DataFrame(columns=["source", "level", "path"])
-    emb = load_embeddings(root)
+    emb = load_embeddings(root, MODELS)
     files = [p.relative_to(root) for p in (root / "embeddings").iterdir() if p.is_file()]
     src = DataSource("real", "UTKFace + FEAT attribute images + pre-computed embeddings",
                      f"UTKFace crops, attribute images and embeddings of {', '.join(emb)}; " + skipped_note(skipped),

@@ -19,22 +19,19 @@ import matplotlib.pyplot as plt
 import torch
 from scipy import stats as sps
 
-from ..data import DataError, DataSource, Column, Layout, read_index, fingerprint_real
-from ..datasets import Dataset, register_dataset
+from ..data import DataError, DataSource, fingerprint_real
+from ..datasets import STSB_FILES, STSB_SV_FILES, MODEL_FOLDERS, read_stsb, read_stsb_sv, check_snapshot
 from ..stats import paired_tests, correct_pvalues, format_p, bootstrap_ci, beats, equivalent
 from ..core import replicate_seeds
 from ..report import rule_outcome, rule
 
 # %% auto #0
 __all__ = ['OCCUPATIONS', 'SELECTED', 'FEMALE_SET', 'MALE_SET', 'ALL_OCCUPATIONS', 'EDUCATION', 'TEMPLATE_DOMAINS',
-           'TEMPLATES_EN', 'GENDERED_WORDS', 'GENDER_SUBJECTS', 'CONTROL_PAIRS', 'STSB_FILES', 'STSB_SV_FILES',
-           'STSB_COLUMNS', 'STSB_SV_COLUMNS', 'STSB_LAYOUTS', 'STSB_SV_LAYOUTS', 'WEIGHT_FILES', 'TOKENIZER_FILES',
-           'MODEL_FOLDERS', 'PRONOUNS', 'SUBJECT_PREFIX', 'DATASETS', 'T5_FORMAT', 'MT5_FORMAT', 'MT5_HP',
-           'SV_OCCUPATIONS', 'SV_UNIQUE', 'PALETTE_9', 'C8_MARGIN', 'status_table', 'parse_templates', 'load_templates',
-           'article', 'subject_sentence', 'build_sentences', 'word_span', 'piece_index', 'contextual_embeddings',
+           'TEMPLATES_EN', 'GENDERED_WORDS', 'GENDER_SUBJECTS', 'CONTROL_PAIRS', 'PRONOUNS', 'SUBJECT_PREFIX',
+           'DATASETS', 'T5_FORMAT', 'MT5_FORMAT', 'MT5_HP', 'SV_OCCUPATIONS', 'SV_UNIQUE', 'PALETTE_9', 'C8_MARGIN',
+           'status_table', 'parse_templates', 'load_templates', 'article', 'subject_sentence', 'build_sentences',
            'sim_matrix', 'extrinsic_scores', 'extrinsic_table', 'gender_direction', 'direction_stability', 'polarity',
-           'gender_wavg', 'set_contrast', 'read_stsb', 'read_stsb_sv', 'stsb_templates', 'check_snapshot',
-           'load_real_data', 'load_seq2seq', 'parse_score', 'seq2seq_scores', 'finetune_mt5', 'finetune_seeds',
+           'gender_wavg', 'set_contrast', 'stsb_templates', 'load_real_data', 'finetune_mt5', 'finetune_seeds',
            'seed_bars', 'bars_separate', 'fisher_combine', 'sv_counts', 'encoding_throughput', 'fig_delta',
            'word_vectors', 'intrinsic_analysis', 'fig3_panel', 'sv_sentences', 'pair_scores', 'nan_filled',
            'separation_auc', 'sts_gate', 'pipeline_gate', 'split_half_agreement', 'direction_gate', 'specificity_gate',
@@ -290,50 +287,7 @@ def build_sentences(templates: pd.DataFrame, occupations=ALL_OCCUPATIONS, subjec
     return pd.DataFrame(rows)
 
 # %% ../../nbs/papers/gender_bias_transformers.ipynb #995814d4
-from ..text import minilm_path, load_minilm   # the offline MiniLM loader lives in the text library (shared)
-
-# %% ../../nbs/papers/gender_bias_transformers.ipynb #c4c52f4a
-def word_span(sentence: str, word: str) -> tuple[int, int]:
-    "Character span of the first whole-word, case-insensitive occurrence of `word` in `sentence`."
-    m = re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", sentence, flags=re.IGNORECASE)
-    if m is None: raise ValueError(f"target word {word!r} not found in sentence {sentence!r}")
-    return m.span()
-
-def piece_index(offsets, span) -> list[int]:
-    "Indices of the tokens whose character offsets overlap `span` (special tokens have empty offsets)."
-    a, b = span
-    return [t for t, (s, e) in enumerate(offsets) if e > s and s < b and e > a]
-
-@torch.no_grad()
-def contextual_embeddings(encoder, tokenizer, sentences, targets, layers=None, batch_size: int = 64,
-                          device: str = "cpu", max_length: int = 128) -> dict:
-    "Per layer: L2-normalized mean-pooled sentence vectors and target-word vectors (mean of the word's pieces)."
-    sentences, targets = list(sentences), list(targets)
-    if len(sentences) != len(targets): raise ValueError(f"{len(sentences)} sentences but {len(targets)} targets")
-    sent, word, n_pieces = None, None, np.zeros(len(sentences), dtype=int)
-    for start in range(0, len(sentences), batch_size):
-        ss, tt = sentences[start:start + batch_size], targets[start:start + batch_size]
-        enc = tokenizer(ss, padding=True, truncation=True, max_length=max_length, return_offsets_mapping=True,
-                        return_tensors="pt")
-        offsets = enc.pop("offset_mapping").tolist()
-        enc = {k: v.to(device) for k, v in enc.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
-        hs = encoder(**enc, output_hidden_states=True).hidden_states  # (embeddings, layer 1, ..., layer L)
-        L = len(hs) - 1
-        use = list(range(1, L + 1)) if layers is None else list(layers)
-        if sent is None:
-            sent = np.zeros((len(use), len(sentences), hs[0].shape[-1]), dtype=np.float32); word = np.zeros_like(sent)
-        mask = enc["attention_mask"].unsqueeze(-1).to(hs[0].dtype)
-        sel = torch.zeros(len(ss), mask.shape[1], device=mask.device)
-        for k, (s, t) in enumerate(zip(ss, tt)):
-            idx = piece_index(offsets[k], word_span(s, t))
-            if not idx: raise ValueError(f"no token covers {t!r} in {s!r} (truncated at max_length={max_length}?)")
-            sel[k, idx] = 1.0 / len(idx); n_pieces[start + k] = len(idx)
-        for j, l in enumerate(use):
-            h = hs[l]
-            pooled = (h * mask).sum(1) / mask.sum(1)
-            sent[j, start:start + len(ss)] = torch.nn.functional.normalize(pooled, dim=-1).float().cpu().numpy()
-            word[j, start:start + len(ss)] = torch.einsum("bt,btd->bd", sel.to(h.dtype), h).float().cpu().numpy()
-    return dict(sentence=sent, word=word, n_pieces=n_pieces, layers=use)
+from ..text import minilm_path, load_minilm, contextual_embeddings, T5_STSB, load_seq2seq, seq2seq_scores   # shared with the other text papers
 
 # %% ../../nbs/papers/gender_bias_transformers.ipynb #ca852523
 def sim_matrix(E_subject, E_occ) -> np.ndarray:
@@ -397,39 +351,9 @@ def set_contrast(b: dict, F=FEMALE_SET, M=MALE_SET) -> np.ndarray:
     return np.mean([b[o] for o in F], 0) - np.mean([b[o] for o in M], 0)
 
 # %% ../../nbs/papers/gender_bias_transformers.ipynb #e63394d0
-STSB_FILES = dict(test="sts-test.csv", train="sts-train.csv", dev="sts-dev.csv")
-STSB_SV_FILES = dict(test="test-sv.tsv", train="train-sv.tsv", dev="dev-sv.tsv")
-STSB_COLUMNS = [Column("genre"), Column("file"), Column("year"), Column("id"),
-                Column("score", kind="float", doc="similarity 0-5"), Column("sentence1"), Column("sentence2")]
-STSB_SV_COLUMNS = [Column("sentence1", doc="first sentence (Swedish)"), Column("sentence2", doc="second sentence"),
-                   Column("score", kind="float", doc="similarity 0-5")]
-STSB_LAYOUTS = {split: Layout(
-    f"STS-B {split}", "English STS benchmark (the templates come from the test split)", STSB_COLUMNS, index=name,
-    folder="stsb", sep="\t", header=False, quoting=False, extra_fields=True, required=split == "test")
-    for split, name in STSB_FILES.items()}
-STSB_SV_LAYOUTS = {split: Layout(
-    f"Swedish STS-B {split}", "machine-translated STS-B (mT5's Swedish fine-tuning)", STSB_SV_COLUMNS, index=name,
-    folder="stsb_sv", sep="\t", required=False) for split, name in STSB_SV_FILES.items()}
-WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
-TOKENIZER_FILES = ("tokenizer.json", "spiece.model")
-MODEL_FOLDERS = tuple(f"{m}-{s}" for m in ("t5", "mt5") for s in ("small", "base", "large"))
 PRONOUNS = dict(en=dict(man=("he", "his", "him"), woman=("she", "her", "hers")),
                 sv=dict(man=("han", "hans", "honom"), woman=("hon", "henne", "hennes")))
 SUBJECT_PREFIX = dict(en=dict(man="A man ", woman="A woman "), sv=dict(man="En man ", woman="En kvinna "))
-def _in_sts_range(df: pd.DataFrame, path) -> pd.DataFrame:
-    bad = ~df.score.between(0, 5)
-    if bad.any():
-        raise DataError(f"{path}, row {df.attrs['lines'][int(np.argmax(bad))]}, column 'score': "
-                        f"{df.score[bad].iloc[0]} is outside the STS range 0-5")
-    return df.assign(line=df.attrs["lines"])[["score", "sentence1", "sentence2", "line"]]
-
-def read_stsb(path, split: str = "test") -> pd.DataFrame:
-    "An English STS-B file (tab-separated, no header, no quoting): score, sentence1, sentence2 and the file line of each row."
-    return _in_sts_range(read_index(path, STSB_LAYOUTS[split]), path)
-
-def read_stsb_sv(path, split: str = "test") -> pd.DataFrame:
-    "A Swedish STS-B file (tab-separated, a header with sentence1, sentence2, score)."
-    return _in_sts_range(read_index(path, STSB_SV_LAYOUTS[split]), path)
 
 def stsb_templates(sentence1, lang: str = "en", source: str = "STS-B") -> pd.DataFrame:
     "Gender-neutral predicates of the sentences that start with 'A man'/'A woman' (the paper's filter), deduplicated."
@@ -446,19 +370,6 @@ def stsb_templates(sentence1, lang: str = "en", source: str = "STS-B") -> pd.Dat
                         f"{' or '.join(repr(p.strip()) for p in SUBJECT_PREFIX[lang].values())} without another gendered "
                         "pronoun; the measurements need at least 4 (is this the STS-B test split?)")
     return pd.DataFrame(rows)
-
-def check_snapshot(folder) -> Path:
-    "A local Hugging Face snapshot folder with config.json, weights and a tokenizer, or a DataError naming what is missing."
-    folder = Path(folder)
-    if not folder.is_dir(): raise DataError(f"model folder {folder} does not exist")
-    if not (folder / "config.json").is_file(): raise DataError(f"{folder}: missing config.json (not a Hugging Face snapshot folder)")
-    if not any((folder / w).is_file() for w in WEIGHT_FILES):
-        raise DataError(f"{folder}: missing the weights file model.safetensors (or one of {', '.join(WEIGHT_FILES[1:])})")
-    if not any((folder / t).is_file() for t in TOKENIZER_FILES):
-        raise DataError(f"{folder}: missing the tokenizer file spiece.model (or tokenizer.json)")
-    try: json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as e: raise DataError(f"{folder / 'config.json'}: not valid JSON ({e})") from None
-    return folder
 
 def load_real_data(stsb=None, stsb_sv=None, models=None) -> dict:
     "Check every real file present in the three dataset folders (None: absent); their tables, snapshot folders and file list."
@@ -484,46 +395,12 @@ def load_real_data(stsb=None, stsb_sv=None, models=None) -> dict:
     if out["stsb"]: out["templates"] = stsb_templates(out["stsb"]["test"].sentence1, "en", str(Path(stsb) / STSB_FILES["test"]))
     return out
 
-# %% ../../nbs/papers/gender_bias_transformers.ipynb #dece1f64
-def _check_models(folder):
-    "Every model snapshot present under models/ must be complete (a partial copy is an error naming it)."
-    for name in MODEL_FOLDERS:
-        if (Path(folder) / name).exists(): check_snapshot(Path(folder) / name)
-
-# the folders only this paper reads, judged by `paperlib list --data-root`; models/ by the reader itself
-register_dataset(Dataset("stsb", "the English STS benchmark (GLUE's STS-B, tab-separated)", tuple(STSB_LAYOUTS.values())))
-register_dataset(Dataset("stsb_sv", "the machine-translated Swedish STS-B", tuple(STSB_SV_LAYOUTS.values())))
-register_dataset(Dataset("models", "the Hugging Face snapshots of the studied models", check=_check_models))
 DATASETS = ("stsb", "stsb_sv", "models")
 
 # %% ../../nbs/papers/gender_bias_transformers.ipynb #04c098f6
-T5_FORMAT, MT5_FORMAT = "stsb sentence1: {a} sentence2: {b}", "s1: {a} s2: {b}"
+T5_FORMAT, MT5_FORMAT = T5_STSB, "s1: {a} s2: {b}"
 MT5_HP = dict(lr=1e-4, eps=1e-4, weight_decay=0.05, dropout=0.007, batch_size=16, epochs=3, max_source=256,
               max_target=2, clip=1.0, seeds=(42, 43, 44))
-
-def load_seq2seq(folder, device: str = "cpu", dtype=None):
-    "(tokenizer, model) of a local T5/mT5 snapshot, read with local_files_only=True."
-    from transformers import AutoTokenizer, AutoModelForSeq2SeqLM
-    folder = check_snapshot(folder)
-    tok = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
-    model = AutoModelForSeq2SeqLM.from_pretrained(str(folder), local_files_only=True, **({"dtype": dtype} if dtype else {}))
-    return tok, model.to(device).eval()
-
-def parse_score(text: str) -> float:
-    "The number a T5 model generated, or NaN when it generated something else."
-    try: return float(text.strip())
-    except ValueError: return float("nan")
-
-@torch.no_grad()
-def seq2seq_scores(model, tok, s1, s2, fmt: str = T5_FORMAT, batch_size: int = 64, device: str = "cpu") -> np.ndarray:
-    "Greedy-decoded STS scores of the sentence pairs (s1[k], s2[k]) in the prompt format `fmt`."
-    out = []
-    prompts = [fmt.format(a=a, b=b) for a, b in zip(s1, s2)]
-    for k in range(0, len(prompts), batch_size):
-        enc = tok(prompts[k:k + batch_size], return_tensors="pt", padding=True, truncation=True, max_length=256).to(device)
-        gen = model.generate(**enc, max_new_tokens=5, do_sample=False, num_beams=1)
-        out += [parse_score(t) for t in tok.batch_decode(gen, skip_special_tokens=True)]
-    return np.array(out)
 
 def finetune_mt5(folder, train: pd.DataFrame, seed: int, device: str, hp: dict = MT5_HP, log=print):
     "mT5 fine-tuned on STS-B pairs with the code's hyper-parameters (targets rounded to integers 0-5); GPU only."
