@@ -207,6 +207,7 @@ def planted_test(geom: PlantedGeometry, x, y, concept_a: str, concept_b: str, be
     strata = np.r_[np.zeros(n_attr, int), np.ones(n_attr, int)]
     return dict(X=X, Y=Y, A=A, B=B, strata_a=strata, strata_b=strata.copy(), beta=beta)
 
+# %% ../nbs/15_association.ipynb #39ffbba3
 def expected_effect_size(geom: PlantedGeometry, beta: float, x=None, y=None, concept_a=None, concept_b=None,
                          n_targets: int = 4000, n_attr: int = 2000, reps: int = 2, seed: int = 12345, ddof: int = 0,
                          beta_x: dict | None = None, beta_y: dict | None = None) -> float:
@@ -227,6 +228,7 @@ def effect_size_curve(geom: PlantedGeometry, betas, **kw) -> pd.DataFrame:
     betas = np.unique(np.asarray(betas, float))
     return pd.DataFrame(dict(beta=betas, d=[expected_effect_size(geom, b, **kw) for b in betas]))
 
+# %% ../nbs/15_association.ipynb #403f30d6
 def beta_for_d(d, curve: pd.DataFrame) -> np.ndarray:
     """The β whose expected d is `d`, by monotone interpolation of `curve` (clipped at its ends). A curve of β >= 0 only
     is taken as odd (d(-β) = -d(β))."""
@@ -275,6 +277,7 @@ class StarRule:
 
 PAPER_STAR = StarRule("*", "p", 0.001)
 
+# %% ../nbs/15_association.ipynb #ab6a5aaa
 def star_marks(df: pd.DataFrame, rules) -> pd.Series:
     "The markers of every row: each rule's mark where its (corrected) p is below its α."
     marks = pd.Series("", index=df.index)

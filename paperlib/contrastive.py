@@ -29,6 +29,7 @@ def other_view(b: int) -> torch.Tensor:
     "Index of x_i^aug for each of the 2b items of a stacked two-view batch."
     return (torch.arange(2 * b) + b) % (2 * b)
 
+# %% ../nbs/14_contrastive.ipynb #a57fbc75
 def positives_mask(labels: torch.Tensor) -> torch.Tensor:
     "P(i, B): same label, not i itself."
     same = labels[:, None] == labels[None]
@@ -84,6 +85,7 @@ def repel_loss(z, y, tau: float = 0.5) -> torch.Tensor:
     pos = S[torch.arange(len(z), device=z.device), aug]
     return (torch.logsumexp(S.masked_fill(~P, float("-inf")), dim=1) - pos).mean()
 
+# %% ../nbs/14_contrastive.ipynb #fb3458ce
 def check_alpha(alpha) -> float:
     "alpha if it lies in [0, 1], else a ValueError."
     a = float(alpha)
@@ -209,6 +211,7 @@ def train_contrastive(model, X, y, *, loss: str | None = "spread", tau: float = 
     model.eval()
     return ContrastiveRun(model, pd.DataFrame(rows))
 
+# %% ../nbs/14_contrastive.ipynb #26618215
 @torch.no_grad()
 def head_predict(model: nn.Module, X, device="cpu", batch_size: int = 1024) -> np.ndarray:
     "Class predicted by the model's CE head for each image of `X`."
@@ -246,6 +249,7 @@ def intra_class_cosine(E, y) -> float:
     if not cnt: raise ValueError("no class has two points")
     return tot / cnt
 
+# %% ../nbs/14_contrastive.ipynb #010c58b8
 def centre_similarity(E, y) -> np.ndarray:
     "Cosine between each point and its class's mean embedding."
     E, y = _unit(E), np.asarray(y)

@@ -99,6 +99,7 @@ def get_dataset(folder: str) -> Dataset:
         raise KeyError(f"no dataset registered for folder {folder!r}; registered: {', '.join(sorted(REGISTRY)) or 'none'}")
     return REGISTRY[folder]
 
+# %% ../nbs/24_datasets.ipynb #b6c38e8d
 def find_folder(root, dataset: Dataset | str) -> Path | None:
     "`root/<name>` for the first of the dataset's names (ours, then the archive's) that is a folder there; else None."
     if isinstance(dataset, str): dataset = REGISTRY.get(dataset) or Dataset(dataset, "", check=lambda p: None)
@@ -717,6 +718,7 @@ def read_lines(path: Path) -> list[str]:
     if not lines: raise DataError(f"{path} is empty: it needs one sentence per line")
     return lines
 
+# %% ../nbs/24_datasets.ipynb #686db82f
 def read_salient_facts(root) -> dict:
     """The review folder `root`, read and checked: `companies` {name: frame}, `unlabelled` (sentences), `experts`
     {company: sentences}, `products` {name: frame} and `files` (relative paths, for the fingerprint)."""
@@ -784,6 +786,7 @@ def cub_home(folder) -> Path:
     folder = Path(folder)
     return folder.parent if folder.name == "CUB_200_2011" and not (folder / "CUB_200_2011").is_dir() else folder
 
+# %% ../nbs/24_datasets.ipynb #7f5afd87
 def read_cub(folder) -> pd.DataFrame:
     "CUB-200-2011's images (image_id, path, class_id 1-200, table, line) of `cub2011/` or of the archive's `CUB_200_2011/`."
     home = cub_home(folder)
@@ -912,6 +915,7 @@ def _check_files(paths, table, lines, col="path"):
     for p, t, l in zip(paths, [table] * len(paths) if isinstance(table, (str, Path)) else table, lines):
         if not Path(p).is_file(): raise DataError(f"{t}, row {l}, column {col!r}: missing image file {p}")
 
+# %% ../nbs/24_datasets.ipynb #121cd01c
 ITA_BINS = ((50, "I"), (40, "II"), (30, "III"), (20, "IV"), (10, "V"), (-np.inf, "VI"))
 
 def ita_category(ita: float) -> str:
@@ -1061,6 +1065,7 @@ def load_images(paths, size: int) -> tuple[torch.Tensor, list]:
     if not out: raise DataError(f"no decodable image among the {len(paths)} listed (first: {paths[0] if len(paths) else None})")
     return torch.from_numpy(np.stack(out)).permute(0, 3, 1, 2).contiguous(), bad
 
+# %% ../nbs/24_datasets.ipynb #bf5efd36
 def split_within_classes(labels, seed: int = 0, min_per_class: int = 4) -> tuple[np.ndarray, np.ndarray]:
     "(train, test) indices: every class with at least `min_per_class` samples split 50/50 (seeded); smaller classes dropped."
     labels = np.asarray(labels)

@@ -86,6 +86,7 @@ def make_classifier(name: str, seed: int = 0):
     if name not in makers: raise ValueError(f"unknown classifier {name!r}; valid: {', '.join(makers)}")
     return makers[name]()
 
+# %% ../nbs/16_fairness.ipynb #bf003332
 def subgroup_downstream(y_true, y_pred, groups, labels=None, order=None) -> pd.DataFrame:
     "Accuracy and macro precision / recall per subgroup over all `labels` (zero_division 0), and over the classes present."
     from sklearn.metrics import precision_score, recall_score
@@ -103,6 +104,7 @@ def subgroup_downstream(y_true, y_pred, groups, labels=None, order=None) -> pd.D
                          rec_within=recall_score(t, p, labels=present, average="macro", zero_division=0)))
     return pd.DataFrame(rows).set_index("group")
 
+# %% ../nbs/16_fairness.ipynb #6952fc04
 def fit_predict(name: str, E_fit, y_fit, E_test, seed: int = 0, sample_idx=None) -> np.ndarray:
     "Train classifier `name` on (E_fit, y_fit) (rows `sample_idx` only, repeats allowed) and predict E_test."
     E_fit, y_fit = np.asarray(E_fit), np.asarray(y_fit)
@@ -175,6 +177,7 @@ def ratio_counts(classes, minority, total: int, r_min: float, r_maj: float) -> d
     for i in np.argsort(-(exact - n), kind="stable")[: total - n.sum()]: n[i] += 1
     return dict(zip(classes, n.tolist()))
 
+# %% ../nbs/16_fairness.ipynb #e4c825f6
 def take_counts(y, counts: Mapping, rng: np.random.Generator) -> np.ndarray:
     "Indices of y: the first counts[c] samples of one random permutation of each class c (nested across counts)."
     y = np.asarray(y)
@@ -197,6 +200,7 @@ def check_shares(shares: Mapping, tol: float = 1e-6) -> dict:
         raise ValueError(f"attribute shares must sum to 1, these sum to {sum(s.values()):.6g}: {shown}")
     return s
 
+# %% ../nbs/16_fairness.ipynb #4b9266cf
 def draw_attribute(n: int, shares: Mapping, rng: np.random.Generator) -> np.ndarray:
     "n independent draws of the attribute values with `shares` (checked)."
     s = check_shares(shares)
@@ -278,6 +282,7 @@ def grad_reverse(x: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
     "Identity forward; the gradient times -scale backward."
     return _Reverse.apply(x, scale)
 
+# %% ../nbs/16_fairness.ipynb #44acc44c
 def xi_network(dim: int, hidden: int = 512) -> nn.Module:
     "DiVA's xi: Linear(dim, hidden) - ReLU - Linear(hidden, dim)."
     return nn.Sequential(nn.Linear(dim, hidden), nn.ReLU(), nn.Linear(hidden, dim))

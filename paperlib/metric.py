@@ -42,6 +42,7 @@ def is_classification_loss(name: str) -> bool:
     "Classification losses hold one weight vector per training class (and get their own learning rate)."
     return check_loss(name) in CLASSIFICATION_LOSSES
 
+# %% ../nbs/10_metric.ipynb #ec0debb6
 def make_loss(name: str, num_classes: int | None = None, embedding_size: int | None = None, **params) -> nn.Module:
     "The PML loss `name` with `params`; classification losses also need `num_classes` and `embedding_size`."
     from pytorch_metric_learning import losses
@@ -152,6 +153,7 @@ def retrieval_metrics(embeddings, labels, device=None) -> dict:
     acc = accuracy_calculator(device=device).get_accuracy(E, y, E, y, ref_includes_query=True)
     return {METRIC_SHORT[k]: float(acc[k]) for k in RETRIEVAL_METRICS}
 
+# %% ../nbs/10_metric.ipynb #78d5a2f5
 def map_at_r(embeddings, labels, device=None) -> float:
     "MAP@R (PML AccuracyCalculator, exact k-NN)."
     return retrieval_metrics(embeddings, labels, device)["map_at_r"]
@@ -160,6 +162,7 @@ def r_precision(embeddings, labels, device=None) -> float:
     "R-precision (PML AccuracyCalculator, exact k-NN)."
     return retrieval_metrics(embeddings, labels, device)["r_precision"]
 
+# %% ../nbs/10_metric.ipynb #bf55e840
 def precision_at_1(embeddings, labels, device=None) -> float:
     "Precision@1 (PML AccuracyCalculator, exact k-NN)."
     return retrieval_metrics(embeddings, labels, device)["precision_at_1"]
@@ -231,6 +234,7 @@ def recall_at_k(embeddings, labels, k: int = 1, query=None) -> float:
     "R@k of the queries `query` (default all) against the whole set."
     return float(recall_hits(embeddings, labels, k, query).mean())
 
+# %% ../nbs/10_metric.ipynb #f2554554
 def sklearn_kmeans(seed: int = 0, n_init: int = 10):
     "scikit-learn's KMeans as PML's `kmeans_func(x, n_clusters) -> cluster labels` (seeded)."
     def kmeans(x, n_clusters):
@@ -255,6 +259,7 @@ def cluster_nmi(embeddings, labels, seed: int = 0, n_clusters: int | None = None
     nmi = float(acc.get_accuracy(E, y, ref_includes_query=True)["NMI"])
     return nmi, got["clusters"].numpy()
 
+# %% ../nbs/10_metric.ipynb #87eb8d3d
 def uniformity_kl(embeddings, method: str = "svd") -> float:
     "U_KL: KL(uniform || normalised singular values of the embedding matrix), no centring (lower: more uniform)."
     from scipy.stats import entropy
@@ -340,6 +345,7 @@ class ResNet50(nn.Module):
         x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
         return self.avgpool(x).flatten(1)
 
+# %% ../nbs/10_metric.ipynb #243b1277
 def load_resnet50(path) -> ResNet50:
     "A ResNet50 with the ImageNet weights of `path` (torchvision names; `fc.*` ignored); anything else missing is an error."
     net = ResNet50()

@@ -138,6 +138,7 @@ def pair_scores(E, pairs: pd.DataFrame) -> np.ndarray:
     E = l2_normalize(E)
     return np.einsum("ij,ij->i", E[pairs["i"].to_numpy()], E[pairs["j"].to_numpy()])
 
+# %% ../nbs/06_verification.ipynb #f6216ef4
 DISTANCES = ("euclidean", "cosine")
 
 def score_to_distance(S, kind="euclidean") -> np.ndarray:
