@@ -58,8 +58,10 @@ def paper_row(slug: str, rec: dict, budgets: dict, contention: dict, before: dic
     noise = ", ".join(f"{len(x['beyond'])} of {len(x['beyond']) + x['within']} ({k})" for k, x in (rec.get("diffs") or {}).items())
     if noise: moving += f"; values beyond seed noise: {noise}"
     t0 = seconds(first)
-    if (idle or {}).get(slug) and (first.get("load_before") or 0) > 0.5:
-        t0 = f"{seconds(idle[slug])} run alone; {t0} in this record"
+    alone = (idle or {}).get(slug)
+    # an idle run with another tally than seed 0's ran another notebook (a calibration came since): not this paper's time
+    if alone and alone.get("counts") == first.get("counts") and (first.get("load_before") or 0) > 0.5:
+        t0 = f"{seconds(alone)} run alone; {t0} in this record"
     at = f" (record at `{rec['commit']}`)" if rec.get("commit") else ""
     return (f"| `{slug}`{at} | {t0} | {', '.join(seconds(r) for r in runs[1:]) or '—'} | {budget} "
             f"| {same_or_list([tally(r.get('counts')) for r in runs])} | {first.get('tested') or '—'} "
