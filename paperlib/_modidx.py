@@ -1324,6 +1324,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                         'paperlib/papers/salient_facts.py'),
                                                'paperlib.papers.salient_facts._number': ( 'papers/salient_facts.html#_number',
                                                                                           'paperlib/papers/salient_facts.py'),
+                                               'paperlib.papers.salient_facts._pairs': ( 'papers/salient_facts.html#_pairs',
+                                                                                         'paperlib/papers/salient_facts.py'),
                                                'paperlib.papers.salient_facts._pick': ( 'papers/salient_facts.html#_pick',
                                                                                         'paperlib/papers/salient_facts.py'),
                                                'paperlib.papers.salient_facts._positive_kinds': ( 'papers/salient_facts.html#_positive_kinds',
