@@ -2,6 +2,7 @@
 exact counterfactuals, the permutation-equivariance property, the greedy allocation, the fits in worker processes, and
 the rules of the gates and claims on constructed numbers (each with a case that must pass and one that must fail)."""
 import re
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -9,7 +10,7 @@ import pandas as pd
 import pytest
 import torch
 
-from paperlib.core import compute_threads
+from paperlib.core import compute_threads, run_grid
 from paperlib.data import DataError
 from paperlib.papers.tariff_ood import (
     H, LEVELS, METHODS, HOUR_COLS, FOLDER, META_COLS, TOUSim, TOUSimConfig, t_in, t_out, policy_alloc, tousim_data,
@@ -397,8 +398,9 @@ def test_counterfactual_locality_passes_the_simulator_and_fails_a_changed_hour()
     assert counterfactual_locality(E, data.shift_cf, a, p)[1] == 1
 
 
-def test_fits_in_worker_processes_give_the_serial_numbers():
-    "Each fit seeds itself from its (replicate, method), so spreading fits over processes changes no number or order."
+def test_fits_in_worker_processes_give_the_serial_numbers(tmp_path):
+    """Each fit seeds itself from its (replicate, method), so spreading fits over processes, or over the cells of a grid
+    (which seeds the global generators per cell), changes no number or order."""
     sims = {s: TOUSim(CFG, seed=s) for s in (0, 1)}
     settings = {(s, k, "main"): tousim_data(sims[s], k, n_out_eval=2) for s in (0, 1) for k in (3, 5)}
     plan = [(key, m) for key in settings for m in ("NoX", "Att.+PE", "UB")] + [((0, 3, "main"), "Att.+PE (kv_use_hod)")]
@@ -407,8 +409,11 @@ def test_fits_in_worker_processes_give_the_serial_numbers():
     with compute_threads(1):                         # as in a notebook: one thread in the parent, one in each worker
         serial = evaluate_settings(settings, plan, workers=1, **kw)
     par = evaluate_settings(settings, plan, workers=2, **kw)
+    gridded = evaluate_settings(settings, plan, grid=partial(run_grid, store=tmp_path, seed=3, workers=2), **kw)
     for k in ("aql", "gains", "fits"):
         pd.testing.assert_frame_equal(serial[k], par[k])
+        pd.testing.assert_frame_equal(serial[k], gridded[k])
+    assert len(list((tmp_path / "fits").glob("*.pkl"))) == len(plan)         # one kept result per fit
     assert list(par["fits"].method) == [m for _, m in plan]
     assert list(serial["samples"]) == list(par["samples"]) == [((0, 3, "main"), "Att.+PE")]
     a = serial["aql"]

@@ -6,6 +6,7 @@
 from __future__ import annotations
 import math, re, json, itertools
 from dataclasses import dataclass, field, replace
+from importlib.resources import files
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +25,7 @@ from ..text import (load_minilm, load_wordpiece, wordpieces, is_single_piece, Em
                            jaccard_matrix, idf, top_idf, f1_pos, f1_threshold_search, SnapshotTrainer)
 
 # %% auto #0
-__all__ = ['LEXICONS', 'UNCOMMON', 'REASON_MIX', 'NEG_TEMPLATES', 'NEG_NUMBER', 'NEG_UNCOMMON', 'POS_TEMPLATES', 'POS_KIND_MIX',
+__all__ = ['LEXICONS', 'UNCOMMON', 'REASON_MIX', 'NEG_TEMPLATES', 'POS_TEMPLATES', 'NEG_NUMBER', 'NEG_UNCOMMON', 'POS_KIND_MIX',
            'EXPERT_TEMPLATES', 'POS_PRODUCT', 'NEG_PRODUCT', 'BOOK_TEXT', 'SUGG_POS', 'SUGG_NEG', 'SUGG_HARD_POS',
            'SUGG_HARD_NEG', 'NEG_NUMBER_HARD', 'NEG_UNCOMMON_HARD', 'NEG_FRAME', 'POS_REVIEW', 'WORDY_EXTRA', 'EASY',
            'HARD', 'HARDER', 'LADDER', 'SIM_LEVEL', 'TASK_LEVEL', 'QUANTITY_WORDS', 'TAG_TARGETS', 'TASK_RATES',
@@ -40,171 +41,31 @@ __all__ = ['LEXICONS', 'UNCOMMON', 'REASON_MIX', 'NEG_TEMPLATES', 'NEG_NUMBER', 
            'small_data_matches', 'mechanism_holds', 'enrichment_with_mechanism', 'experts_ranked_high', 'recall_gain']
 
 # %% ../../nbs/papers/salient_facts.ipynb #86f05a2f
-LEXICONS = dict(
-    common_attributes=["place", "pay", "salary", "people", "culture", "management", "benefits", "perks", "parking", "team",
-                       "work", "food", "office", "managers", "coworkers", "environment", "career", "growth", "leadership",
-                       "training", "bonus", "projects", "company", "job", "balance", "atmosphere", "colleagues", "location",
-                       "schedule", "compensation", "opportunities", "product", "mission", "workload", "stock", "teams",
-                       "processes", "tools", "meetings", "interns"],
-    uncommon_attributes=dict(
-        amenities=["dog park", "laundry room", "nap pod", "climbing wall", "bowling alley", "swimming pool", "music room",
-                   "rooftop garden", "game room", "meditation room", "massage chairs", "micro kitchen", "coffee bar",
-                   "juice bar", "sushi bar", "yoga studio", "basketball court", "volleyball court", "putting green",
-                   "sauna", "library", "arcade", "treehouse", "aquarium", "espresso machines", "smoothie station",
-                   "ping pong tables", "lactation room", "prayer room", "bike storage", "shower rooms", "slide",
-                   "karaoke room", "piano lounge", "farmers market", "vegetable garden", "beer garden", "pizza oven",
-                   "ice cream parlor", "candy wall"],
-        services=["onsite doctor", "dentist", "physical therapist", "chiropractor", "haircuts", "dry cleaning",
-                  "car wash", "oil change", "bike repair", "shuttle bus", "ferry", "concierge", "daycare",
-                  "tax advice", "legal counsel", "notary", "massage therapist", "nutritionist", "acupuncture",
-                  "optometrist", "pharmacy", "tailor", "shoe repair", "pet insurance", "tutoring",
-                  "language classes", "cooking classes", "dance classes", "guitar lessons", "fitness coach"],
-        policies=["sabbatical", "egg freezing", "tuition reimbursement", "adoption assistance", "surrogacy",
-                  "bereavement leave", "volunteer leave", "work from anywhere", "hackathons", "patent bonus",
-                  "housing stipend", "relocation package", "death benefit", "fertility coverage", "elder care",
-                  "student loan repayment", "charity matching", "unlimited books", "conference budget",
-                  "home office stipend"],
-        perks=["museum tickets", "concert tickets", "ski trips", "cruise", "wine tasting", "cooking contests",
-               "movie nights", "talent show", "holiday party", "team retreats", "chocolate fountain", "lobster dinners",
-               "sushi fridays", "taco tuesdays", "car service", "electric cars", "scooters", "kayaks",
-               "camping gear", "drones"]),
-    sentiment_adjs=["great", "good", "awesome", "nice", "cool", "friendly", "happy", "amazing", "fantastic", "excellent",
-                    "decent", "fine", "okay", "bad", "terrible", "poor", "average", "solid", "wonderful", "beautiful",
-                    "doable", "big", "fun", "smart", "supportive", "flexible", "stressful", "fast", "slow", "chill",
-                    "competitive", "fair", "generous", "awful", "horrible", "lovely", "brilliant", "toxic", "relaxed",
-                    "best"],
-    units=["weeks", "week", "days", "day", "hours", "hour", "minutes", "minute", "months", "month", "years", "year",
-           "percent", "%", "usd", "dollars", "dollar", "$", "ft", "feet", "miles", "mile", "k", "times", "per", "x",
-           "meters", "floors", "grams", "g", "mph"],
-    number_words=["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "dozen", "dozens",
-                  "hundred", "hundreds", "thousand", "thousands", "million", "millions", "half"],
-    other_nouns=["review", "manager", "friend", "time", "life", "lunch", "dinner", "breakfast", "campus", "building",
-                 "floor", "snacks", "health", "insurance", "leave", "vacation", "parents", "family", "death",
-                 "retirement", "stipend", "childcare", "cafeteria", "target", "profile", "book", "story", "cafes"],
-    products=dict(
-        P=["battery life", "boom mic", "mute button", "charging case", "ear cushions", "volume wheel", "voice prompts",
-           "multipoint pairing", "noise cancelling", "firmware updates"],
-        J=["jawbone sensor", "noise shield", "ear loop", "tap control", "leather band", "voice dialing", "usb charger",
-           "bass boost", "wind filter", "app dashboard"],
-        M=["swivel boom", "magnetic clip", "fold hinge", "ear gels", "call button", "led indicator", "flip mic",
-           "travel pouch", "dual mics", "aux cable"],
-        S=["ear hooks", "touch panel", "wireless charging", "smart switch", "ambient mode", "fit test", "gesture control",
-           "battery saver", "auto pause", "voice assistant"]),
-    suggestion_topics=dict(
-        SUGG=["a dark mode", "keyboard shortcuts", "an export button", "offline sync", "a search filter", "undo history",
-              "a plugin api", "tabs support", "batch rename", "a portable version"],
-        HOTEL=["the rooftop bar", "a room facing the sea", "the breakfast buffet", "the airport shuttle", "the spa",
-               "a late checkout", "the corner suite", "the night market", "the harbour tour", "the pool cabanas"],
-        SENT=["array_map", "preg_match", "str_replace", "json_encode", "mysqli_connect", "array_filter", "usort",
-              "htmlspecialchars", "password_hash", "file_put_contents"],
-        PARA=["array_map", "preg_match", "str_replace", "json_encode", "mysqli_connect", "array_filter", "usort",
-              "htmlspecialchars", "password_hash", "file_put_contents"]),
-)
+# the generator's vocabulary and sentence templates are data, kept in the package: read once, here
+_TEXT = json.loads((files("paperlib.papers") / "data" / "salient_facts_text.json").read_text(encoding="utf-8"))
+LEXICONS = _TEXT["LEXICONS"]
 UNCOMMON = [(kind, a) for kind, lst in LEXICONS["uncommon_attributes"].items() for a in lst]
 
 # %% ../../nbs/papers/salient_facts.ipynb #ed28a9d4
 REASON_MIX = dict(noquantity=0.25, sentimental=0.20, common=0.15, personal=0.15, irrelevant=0.10, incomplete=0.06,
                   noattribute=0.05, invalid=0.04)       # an assumption: Figure 1 gives the shares only as a graphic
 
-NEG_TEMPLATES = dict(
-    noquantity=["{adj} place to work, {adj} {c}, smart people", "{adj} {c} and {adj} {c}", "the {c} is {adj}",
-                "{adj} {c}, {adj} {c}", "really {adj} {c} here", "{c} was {adj} overall", "{adj} {c} and {c}",
-                "the {c} and the {c} are {adj}", "pretty {adj} {c}", "{adj} {c}"],
-    personal=["I couldn't imagine a better {c}", "I loved my time on the team", "my manager helped me grow a lot",
-              "I learned so much here", "I would work here again", "I made many friends here", "I left for family reasons",
-              "I wish I had joined sooner", "my team was {adj} to me", "I enjoyed the {c} personally"],
-    common=["{C}, {c}, and {c}", "{C} and {c}", "{C}, {c}", "{C} {c} {c}", "{C}, {c}, {c} and {c}"],
-    noattribute=["ok ok ok ok ok", "yes yes yes", "nothing to say", "it is what it is", "no comment", "meh",
-                 "all good", "can't complain", "nothing special", "same as everywhere"],
-    incomplete=["five single words for this", "the best", "when i", "not sure about the", "they have", "if only the",
-                "and then", "because of the"],
-    sentimental=["{adj}, {adj}, {adj}", "{adj} and {adj}", "so {adj}", "{adj} {adj} {adj} {adj}", "very {adj}",
-                 "{adj}, {adj} and {adj}"],
-    invalid=["{junk}"],
-    irrelevant=["best {adj} free cab cool no target", "{adj} {c} no target", "check out my profile",
-                "this review is for the {c}", "read the other review", "see my story", "hello world", "{C} target"])
-NEG_NUMBER = [("personal", "worked there {n} years"), ("sentimental", "{n}/10 would recommend"), ("sentimental", "{n} stars"),
-              ("personal", "I spent {n} months on the team"), ("personal", "been here {n} years and counting"),
-              ("noquantity", "{n} out of 10 for the {c}"), ("personal", "I interviewed {n} times before joining")]
-NEG_UNCOMMON = [("personal", "I never used the {u} myself"), ("personal", "my friend says the {u} is {adj}"),
-                ("irrelevant", "{u} {adj} no target"), ("personal", "I did not care about the {u}")]
-POS_TEMPLATES = dict(
-    attr=["they have a {u} in every building", "there is a {u} on campus", "the {u} is open to all employees",
-          "you get access to the {u} for free", "the office has its own {u}", "employees can use the {u} any time",
-          "we even have a {u} next to the cafeteria", "the company offers {u} to every employee",
-          "free {u} for everyone", "the campus includes a {u}"],
-    quant=["{n} weeks paid parental leave", "they match {p}% of your 401k", "they cover {p}% of health insurance",
-           "{n}+ cafes on the main campus", "you get {n} days of paid vacation per year",
-           "a {n} dollars monthly stipend for food", "the bus comes every {n} minutes",
-           "new hires get a {n} thousand dollars signing bonus", "bonus of up to {p} percent of base pay",
-           "{r} weeks of leave for new parents", "free food every {n} ft"],
-    both=["there is a {u} every {n} ft", "{n} free {u} visits per year", "the {u} is open {n} hours a day",
-          "they reimburse {p}% of the {u} cost", "one {u} for every {n} employees", "{n} {u} sessions per month",
-          "up to {n} dollars a year for {u}", "a {u} on each of the {n} floors"],
-    wordy=["they double your pay on public holidays", "parental leave lasts a full quarter",
-           "they triple the match for charity donations", "they pay twice the market rate for overtime"])
+def _pairs(name): return [tuple(p) for p in _TEXT[name]]                    # (reason, template) pairs
+NEG_TEMPLATES, POS_TEMPLATES = _TEXT["NEG_TEMPLATES"], _TEXT["POS_TEMPLATES"]  # negatives per reason, positives per kind
+NEG_NUMBER, NEG_UNCOMMON = _pairs("NEG_NUMBER"), _pairs("NEG_UNCOMMON")      # negatives the tags fire on
 POS_KIND_MIX = dict(attr=0.35, quant=0.30, both=0.30, wordy=0.05)
-EXPERT_TEMPLATES = [
-    "in the event of your death, the company pays your family {p}% of your salary for {n} years",
-    "employees receive usd {k} per month for childcare", "new parents get {r} weeks of paid leave",
-    "the company matches {p}% of retirement contributions", "tuition reimbursement of up to usd {k} per year",
-    "a sabbatical of {n} weeks after {m} years of service", "onsite doctor visits are free for every employee",
-    "employees get legal counsel at no cost", "the company covers egg freezing for all staff",
-    "adoption assistance of usd {k} per child", "bereavement leave of {n} weeks for a spouse",
-    "fertility coverage of up to usd {k}", "a housing stipend of usd {k} per month in the first year",
-    "student loan repayment of usd {k} per year", "charity matching up to usd {k} per employee",
-    "elder care benefits for parents of employees", "a death benefit of {p}% of salary for the surviving spouse",
-    "{n} volunteer days per year", "surrogacy costs covered up to usd {k}", "a relocation package of usd {k}",
-    "a home office stipend of usd {k}", "a patent bonus of usd {k} per filed patent", "{n} remote weeks per year",
-    "pet insurance for dogs and cats of employees", "daycare on campus for children under {n}",
-    "tax advice from a certified accountant on site", "a physical therapist on every campus",
-    "free language classes in {n} languages", "a conference budget of usd {k} per year",
-    "an elder care counsellor for families of employees"]
-POS_PRODUCT = ["the {f} lasts {n} hours", "range of {n} ft with the {f}", "it weighs only {n} g", "it has a {f}",
-               "the {f} charges fully in {n} minutes", "pairs with {n} devices thanks to {f}",
-               "comes with {n} sizes of {f}", "the {f} blocks {p}% of the noise"]
-NEG_PRODUCT = ["great headset", "sound is {adj}", "I love it", "returned it", "works fine", "my wife likes it",
-               "{adj} and {adj}", "would buy again", "arrived on time", "{adj} product", "not worth it",
-               "the {f} is {adj}", "gave it to my son"]
-BOOK_TEXT = ("it was a bright cold day in april and the clocks were striking thirteen while the people of the city went "
-             "about their business with the kind of quiet determination that only comes from long habit and longer "
-             "winters so nobody noticed the stranger who walked in from the station carrying a single suitcase")
-SUGG_POS = ["it would be nice if {t} came back", "please add {t}", "make sure to ask for {t}", "you should try {t}",
-            "I suggest {t} for everyone", "consider {t} before you decide", "don't forget {t}", "use {t} instead of {t2}",
-            "it would help to have {t}", "we need {t} in the next release"]
-SUGG_NEG = ["{t} was {adj}", "I used {t} yesterday", "we tried {t} last week", "{t} is {adj} for us", "the {t} broke again",
-            "nobody mentioned {t}", "{t} works as documented", "I read about {t}", "{t} and {t2} are both {adj}",
-            "{t} took a while to load"]
-SUGG_HARD_POS = ["{t} works better than {t2} here", "{t} is the way to go", "go with {t}", "{t} beats {t2} every time",
-                 "skip {t2}, {t} is {adj}", "{t} is worth asking for"]
-SUGG_HARD_NEG = ["would {t} be {adj}?", "I added {t} yesterday", "they asked me to use {t}", "someone said to use {t}",
-                 "they suggested {t} but it was {adj}", "I asked for {t} last week", "I went with {t}", "{t} beat {t2} in my test"]
+EXPERT_TEMPLATES, POS_PRODUCT, NEG_PRODUCT = _TEXT["EXPERT_TEMPLATES"], _TEXT["POS_PRODUCT"], _TEXT["NEG_PRODUCT"]
+BOOK_TEXT = _TEXT["BOOK_TEXT"]
+SUGG_POS, SUGG_NEG, SUGG_HARD_POS, SUGG_HARD_NEG = (_TEXT[k] for k in ("SUGG_POS", "SUGG_NEG", "SUGG_HARD_POS", "SUGG_HARD_NEG"))
 # harder negatives (the knob hard_share): numbers and uncommon attribute words in a non-salient use (personal, hearsay,
 # absence), phrased like the salient sentences
-NEG_NUMBER_HARD = [("personal", "I worked {n} hours a day on the {c}"), ("personal", "my {c} changed {n} times in {m} years"),
-                   ("noquantity", "{n} of my {c} were {adj}"), ("personal", "it took {n} weeks to hear back about the {c}"),
-                   ("personal", "the commute was {n} minutes each way"), ("sentimental", "{adj} {c}, {n} out of 10"),
-                   ("personal", "I waited {n} months for a {c} review"), ("personal", "we had {n} managers in {m} years"),
-                   ("personal", "I spent {m} hours a week in meetings"), ("noquantity", "the {c} is {adj}, {n} times better than my last job")]
-NEG_UNCOMMON_HARD = [("personal", "the {u} was always closed when I wanted it"), ("personal", "I heard there is a {u} somewhere"),
-                     ("noquantity", "who needs a {u} when the {c} is {adj}"), ("personal", "they removed the {u} last year"),
-                     ("personal", "the {u} was too crowded to use"), ("irrelevant", "no {u} here, sadly"),
-                     ("personal", "my old job had a {u}"), ("personal", "I never had time for the {u}")]
+NEG_NUMBER_HARD, NEG_UNCOMMON_HARD = _pairs("NEG_NUMBER_HARD"), _pairs("NEG_UNCOMMON_HARD")
 # overlapping vocabularies (the knob neg_frame): the frames of salient sentences filled with a COMMON attribute (not salient)
-NEG_FRAME = [("common", "they have {adj} {c} in every building"), ("common", "there is {adj} {c} on campus"),
-             ("common", "the {c} is open to all employees"), ("common", "you get access to the {c} for free"),
-             ("common", "the office has its own {c}"), ("common", "employees can use the {c} any time"),
-             ("common", "the company offers {adj} {c} to every employee"), ("common", "{adj} {c} for everyone")]
+NEG_FRAME = _pairs("NEG_FRAME")
 # salient sentences in a reviewer's voice, with sentiment and common-attribute words (the knob pos_review)
-POS_REVIEW = dict(attr=["{adj} {c} and they have a {u}", "{adj} place, and the {u} is free", "I loved the {u} on campus",
-                        "{adj} people, plus a {u} next to the {c}", "{adj} {adj} place, free {u} for everyone", "I used the {u} all the time, {adj}"],
-                  quant=["{adj} {c}, {n} weeks of paid leave", "the {c} is {adj} and they match {p}% of your 401k",
-                         "{adj} place, {n} days of vacation", "{adj} {c}, and a {n} dollars stipend"],
-                  both=["{adj} {c}, and {n} free {u} visits a year", "I loved the {u}, open {n} hours a day"])
+POS_REVIEW = _TEXT["POS_REVIEW"]
 # salient sentences with no listed token (the knob pos_wordy): quantities in words off the list, no lexicon attribute
-WORDY_EXTRA = ["a chef cooks breakfast and lunch on every floor", "they pay for the whole family's health plan",
-               "they give every new parent a paid quarter off", "the company covers your commute in full",
-               "they fly your family out for the holidays", "a personal trainer is included with the job"]
+WORDY_EXTRA = _TEXT["WORDY_EXTRA"]
 
 # %% ../../nbs/papers/salient_facts.ipynb #86148cad
 @dataclass(frozen=True)
@@ -712,10 +573,7 @@ def propagate(tok, train_texts, y, pool_texts, sa_pool, p_k: int, n_k: int = 0, 
     return idx[pos], idx[neg]
 
 # %% ../../nbs/papers/salient_facts.ipynb #bbc6e997
-SYNONYMS = {"nice": "good", "good": "fine", "great": "excellent", "add": "include", "use": "apply", "please": "kindly",
-            "try": "test", "suggest": "recommend", "make": "ensure", "sure": "certain", "help": "assist", "need": "require",
-            "better": "superior", "broke": "failed", "used": "tried", "yesterday": "today", "tried": "used", "works": "runs",
-            "room": "suite", "free": "complimentary"}
+SYNONYMS = _TEXT["SYNONYMS"]        # the synonym table of the swap (data, with the lexicons)
 
 def eda(text: str, rng, p_del: float = 0.1, n_swap: int = 2) -> str:
     "Synonym swap (table), random deletion with p_del, then `n_swap` random swaps of two words."

@@ -18,7 +18,7 @@ from ..core import parallel_map
 from ..data import DataError, DataSource, fingerprint_real
 from ..datasets import (POWERTAC, POWERTAC_HOURS as HOUR_COLS, POWERTAC_META as META_COLS, read_powertac,
                                read_powertac_counterfactuals, write_tiny_powertac as write_powertac_csv)
-from ..stats import correct_pvalues, paired_diff_test, beats
+from ..stats import correct_pvalues, paired_diff_test, beats, paired_table
 from ..report import rule
 from ..train import fit as train_fit
 
@@ -31,8 +31,7 @@ __all__ = ['H', 'LEVELS', 'LEVEL_NAMES', 'METHODS', 'FOLDER', 'DATASETS', 'TABLE
            'znorm_stats', 'make_windows', 'window_sets', 'naive_window_aql', 'predict', 'window_aql', 'fit_forecaster',
            'price_options', 'gain', 'greedy_allocation', 'realized_gains', 'oracle_gains', 'method_arch',
            'evaluate_settings', 'evaluate_setting', 'margin_rule', 'bound_gates', 'sig_share', 'share_rule',
-           'trend_rule', 'profit_rule', 'rank_vs_profit', 'room_ood', 'profit_leader', 'all_significant',
-           'paired_table']
+           'trend_rule', 'profit_rule', 'rank_vs_profit', 'room_ood', 'profit_leader', 'all_significant']
 
 # %% ../../nbs/papers/tariff_ood.ipynb #d4c4943f
 H = 24
@@ -678,13 +677,17 @@ def _method_run(data, sets, key, name, recipe, device, keep_samples):
                      "".join(f", {sc} {a.aql.mean():.4f}" for sc, a in zip(scen, aql)))
 
 def evaluate_settings(settings: dict, plan: list, recipe: dict, device="cpu", n_out_eval=None, samples=(), log=print,
-                      workers=1) -> dict:
-    "Train and test every (key, method) of `plan` (a key of `settings` is (replicate seed, |T_in|, world)); one job per fit, spread over `workers` processes on CPU."
+                      workers=1, grid=None) -> dict:
+    """Train and test every (key, method) of `plan` (a key of `settings` is (replicate seed, |T_in|, world)); one job per
+    fit: a cell (setting=key, method) of `grid` (a run's `ctx.grid`), else spread over `workers` processes on CPU."""
     keys = list(dict.fromkeys(k for k, _ in plan))
     sets = {k: window_sets(settings[k], n_out_eval) for k in keys}
     samples, plan = set(samples), list(plan)
-    runs = parallel_map(lambda km: _method_run(settings[km[0]], sets[km[0]], km[0], km[1], recipe, device, km in samples),
-                        plan, workers if device == "cpu" else 1)
+    fit = lambda setting, method: _method_run(settings[setting], sets[setting], setting, method, recipe, device,
+                                              (setting, method) in samples)
+    cells = [dict(setting=k, method=m) for k, m in plan]
+    runs = (list(grid(fit, cells, name="fits").values()) if grid is not None
+            else parallel_map(lambda c: fit(**c), cells, workers if device == "cpu" else 1))
     for r in runs: log(r["line"])
     gains = [g for r in runs for g in r["gains"]]
     for k in keys:
@@ -773,21 +776,3 @@ def profit_leader(gains, target: str = "Att.+PE") -> str:
 def all_significant(p: dict, alpha: float = 0.05) -> bool:
     "Whether every p-value of `p` {name: p} is below `alpha` (False when there is none)."
     return bool(p) and all(np.isfinite(v) and v < alpha for v in p.values())
-
-# %% ../../nbs/papers/tariff_ood.ipynb #34de0e19
-def paired_table(df: pd.DataFrame, value: str, pairs: list, by: str = "k", unit=("window",), family=None,
-                 alternative="less") -> pd.DataFrame:
-    "One-sided Wilcoxon of value[a] - value[b] per `by` for each (a, b) in `pairs`, Holm-corrected across `by` per pair."
-    rows = []
-    for a, b in pairs:
-        for kv, g in df.groupby(by):
-            w = g.set_index([*unit, "method"])[value].unstack("method")          # windows x methods (pivot_table is 10x slower)
-            if a not in w or b not in w: continue
-            diff = (w[a] - w[b]).to_numpy()
-            stat, p = paired_diff_test(diff, "wilcoxon", alternative)
-            rows.append({"family": family, "comparison": f"{a} {'<' if alternative == 'less' else '>'} {b}", by: kv,
-                         "n": len(diff), f"mean_{a}": w[a].mean(), f"mean_{b}": w[b].mean(), "mean_diff": diff.mean(),
-                         "W": stat, "p": p})
-    out = pd.DataFrame(rows)
-    if len(out): out["p_holm"] = out.groupby("comparison").p.transform(lambda p: correct_pvalues(p.to_numpy(), "holm"))
-    return out
