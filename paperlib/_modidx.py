@@ -861,6 +861,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                                    'paperlib/papers/findml_parade.py'),
                                                'paperlib.papers.findml_parade.c5_implied_ratio': ( 'papers/findml_parade.html#c5_implied_ratio',
                                                                                                    'paperlib/papers/findml_parade.py'),
+                                               'paperlib.papers.findml_parade.cell_job': ( 'papers/findml_parade.html#cell_job',
+                                                                                           'paperlib/papers/findml_parade.py'),
                                                'paperlib.papers.findml_parade.check_part_b_budget': ( 'papers/findml_parade.html#check_part_b_budget',
                                                                                                       'paperlib/papers/findml_parade.py'),
                                                'paperlib.papers.findml_parade.class_groups': ( 'papers/findml_parade.html#class_groups',

@@ -31,7 +31,7 @@ from ..report import rule_outcome, rule, RuleResult
 # %% auto #0
 __all__ = ['METHODS', 'LOSS_PARAMS', 'MINER_PARAMS', 'LOSS_LR', 'GAP_RULE_CLASS', 'LFW_SHARES', 'CELEBA_SHARES', 'COLOUR_SHARES',
            'THICKNESS_TAU', 'CELEBA_THICK_SHIFT', 'COLOUR_RENDER', 'LFW_RENDER', 'CELEBA_RENDER', 'VARIANTS', 'FOLDERS',
-           'WEIGHTS_FOLDER', 'WEIGHTS_FILE', 'CUB_ATTRS', 'CUB_IMAGE_ATTRS', 'PRIMARY', 'WEIGHTS', 'DATASETS',
+           'WEIGHTS_FOLDER', 'WEIGHTS_FILE', 'CUB_ATTRS', 'CUB_IMAGE_ATTRS', 'PRIMARY', 'WEIGHTS', 'DATASETS', 'AXES',
            'PAPER_T1', 'PAPER_T10', 'PAPER_T7', 'PAPER_T9', 'PAPER_T6', 'PAPER_T11', 'PAPER_T8', 'PAPER_T2A',
            'PAPER_T2B', 'PAPER_T16', 'PAPER_T14', 'PAPER_T18', 'PAPER_T19', 'PAPER_T13_OVERALL', 'PAPER_T17',
            'PAPER_T20', 'PAPER_T13', 'PAPER_T12', 'PAPER_T21', 'PAPER_PREVALENCE', 'PAPER_PREVALENCE_NAMES',
@@ -41,12 +41,12 @@ __all__ = ['METHODS', 'LOSS_PARAMS', 'MINER_PARAMS', 'LOSS_LR', 'GAP_RULE_CLASS'
            'AttrBench', 'digits_class_bench', 'digits_attr_bench', 'evaluate_model', 'embed_attribute',
            'embed_features', 'class_groups', 'run_class_job', 'a_probe_backbone', 'run_attr_job', 'load_cub',
            'table_files', 'load_cars', 'control_per_class', 'gap_for_present', 'real_model_fn', 'real_class_bench',
-           'real_attr_bench', 'make_jobs', 'check_part_b_budget', 'mean_sd', 'pick', 'tsne_sample', 'gate_learned',
-           'gate_control', 'gate_gap_exists', 'gate_sa_learned', 'paired_family', 'leave_one_seed_out', 'fragile',
-           'rule_c1', 'trend_test', 'rule_c4', 'rule_c4b', 'rule_c5', 'c5_implied_ratio', 'rule_all_significant',
-           'rule_share_significant', 'rule_direction', 'rule_not_reduced', 'rule_lenient', 'rule_probe_lower',
-           'rule_c10', 'rule_every_comparison', 'rule_c1_benches', 'rule_significant', 'rule_block', 'rule_c7m',
-           'rule_c10_benches']
+           'real_attr_bench', 'make_jobs', 'cell_job', 'check_part_b_budget', 'mean_sd', 'pick', 'tsne_sample',
+           'gate_learned', 'gate_control', 'gate_gap_exists', 'gate_sa_learned', 'paired_family', 'leave_one_seed_out',
+           'fragile', 'rule_c1', 'trend_test', 'rule_c4', 'rule_c4b', 'rule_c5', 'c5_implied_ratio',
+           'rule_all_significant', 'rule_share_significant', 'rule_direction', 'rule_not_reduced', 'rule_lenient',
+           'rule_probe_lower', 'rule_c10', 'rule_every_comparison', 'rule_c1_benches', 'rule_significant', 'rule_block',
+           'rule_c7m', 'rule_c10_benches']
 
 # %% ../../nbs/papers/findml_parade.ipynb #4b67cb6a
 METHODS = {
@@ -549,24 +549,33 @@ def real_attr_bench(name: str, df: pd.DataFrame, attr: str, values: list, gap: d
                      crop_flip(crop) if size > crop else None, role=name), df.path.to_numpy()[bad].tolist()
 
 # %% ../../nbs/papers/findml_parade.ipynb #975b7cf0
+AXES = ("part", "bench", "method", "setting", "arm", "alpha", "rho", "seed")    # one cell per model; None where an axis does not apply
+
 def make_jobs(class_names, attr_names, methods, seeds_a, sweep_methods, sweep_levels, seeds_sweep, b_methods: dict,
               seeds_b, parade_hp: dict, grid_bench, grid_alpha, grid_rho, grid_seed) -> list:
-    "Every training job of a run: part A, the sweep, part B (standard and PARADE) and the Fig. 12 grid."
-    jobs = [dict(part="A", bench=b, method=m, setting=s, seed=k) for b in class_names for m in methods
+    "Every model of a run as a grid cell (`AXES`): part A, the sweep, part B (standard and PARADE) and the Fig. 12 grid."
+    cell = lambda **kw: dict(dict.fromkeys(AXES), **kw)
+    jobs = [cell(part="A", bench=b, method=m, setting=s, seed=k) for b in class_names for m in methods
             for s in ("Bal", "Imb") for k in seeds_a]
-    jobs += [dict(part="sweep", bench=b, method=m, setting=lv, seed=k) for b in class_names for m in sweep_methods
+    jobs += [cell(part="sweep", bench=b, method=m, setting=lv, seed=k) for b in class_names for m in sweep_methods
              for lv in sweep_levels for k in seeds_sweep]
     for b in attr_names:
         al, rh = parade_hp[b]
-        for m in b_methods.get(b, ("Margin·D",)):
-            for k in seeds_b:
-                jobs.append(dict(part="B", bench=b, method=m, arm="standard", alpha=0.0, rho=0.0, seed=k, fixes=m == "Margin·D"))
-                jobs.append(dict(part="B", bench=b, method=m, arm="PARADE", alpha=al, rho=rh, seed=k,
-                                 keep=m == "Margin·D" and k == seeds_b[0]))
+        jobs += [cell(part="B", bench=b, method=m, arm=arm, alpha=a, rho=r, seed=k) for m in b_methods.get(b, ("Margin·D",))
+                 for k in seeds_b for arm, a, r in (("standard", 0.0, 0.0), ("PARADE", al, rh))]
     if grid_bench is not None:
-        jobs += [dict(part="grid", bench=grid_bench, method="Margin·D", arm="PARADE", alpha=al, rho=rh, seed=grid_seed,
-                      classifiers=("LR",)) for al in grid_alpha for rh in grid_rho]
+        jobs += [cell(part="grid", bench=grid_bench, method="Margin·D", arm="PARADE", alpha=al, rho=rh, seed=grid_seed)
+                 for al in grid_alpha for rh in grid_rho]
     return jobs
+
+def cell_job(cell: dict, keep_seed: int) -> dict:
+    """The job dict the trainers read, from one cell: its axes that apply, plus DI and oversampling for part B's standard
+    Margin·D, the kept embeddings (t-SNE) for part B's PARADE Margin·D at `keep_seed`, and LR alone for the Fig. 12 grid."""
+    job, part_b = {k: v for k, v in cell.items() if v is not None}, cell["part"] == "B"
+    if part_b and cell["arm"] == "standard": job["fixes"] = cell["method"] == "Margin·D"
+    if part_b and cell["arm"] == "PARADE": job["keep"] = cell["method"] == "Margin·D" and cell["seed"] == keep_seed
+    if cell["part"] == "grid": job["classifiers"] = ("LR",)
+    return job
 
 def check_part_b_budget(steps_b, lr_b) -> None:
     "The attribute benchmarks' budget (both arms and the grid): a whole number of steps >= 1 and a learning rate > 0."
