@@ -17,9 +17,9 @@ from .metric import recall_hits, cluster_nmi, uniformity_kl
 # %% auto #0
 __all__ = ['OVERALL', 'UPSTREAM', 'CLASSIFIERS', 'DOWNSTREAM', 'GAP_RULES', 'group_names', 'subgroup_upstream',
            'subgroup_alignment', 'make_classifier', 'subgroup_downstream', 'fit_predict', 'subgroup_gap', 'worst_group',
-           'imbalanced_counts', 'ratio_counts', 'take_counts', 'check_shares', 'draw_attribute', 'class_tilted_shares',
-           'oversample_groups', 'DomainIndependentLR', 'attribute_probe', 'grad_reverse', 'xi_network', 'decorrelation',
-           'paired_difference', 'item_gap_values', 'item_gap_diff']
+           'gap_rows', 'imbalanced_counts', 'ratio_counts', 'take_counts', 'check_shares', 'draw_attribute',
+           'class_tilted_shares', 'oversample_groups', 'DomainIndependentLR', 'attribute_probe', 'grad_reverse',
+           'xi_network', 'decorrelation', 'paired_difference', 'item_gap_values', 'item_gap_diff']
 
 # %% ../nbs/16_fairness.ipynb #8020f3a9
 OVERALL = "overall"
@@ -150,6 +150,15 @@ def worst_group(values, higher_is_better: bool = True) -> tuple:
     if v.empty: raise ValueError("no subgroup has a value")
     g = v.idxmin() if higher_is_better else v.idxmax()
     return g, float(v[g])
+
+# %% ../nbs/16_fairness.ipynb #c36b1131
+def gap_rows(values: pd.DataFrame, keys: list, rule: dict) -> pd.DataFrame:
+    "One gap per (keys, stage, metric) from long per-subgroup rows (keys..., stage, metric, group, value) by `rule`."
+    out = []
+    for k, g in values[values.group != OVERALL].groupby(keys + ["stage", "metric"], sort=False):
+        v = dict(zip(g.group, g.value))
+        out.append(dict(zip(keys + ["stage", "metric"], k), gap=subgroup_gap(v, **rule)))
+    return pd.DataFrame(out)
 
 # %% ../nbs/16_fairness.ipynb #7ed46fac
 def imbalanced_counts(classes, minority, per_class: int, cut: float = 0.9) -> dict:

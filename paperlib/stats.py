@@ -15,11 +15,11 @@ from statsmodels.stats.multitest import multipletests
 # %% auto #0
 __all__ = ['CORRECTIONS', 'PAIRED_TESTS', 'ALTERNATIVES', 'P_CONVENTIONS', 'CI_DISTRIBUTIONS', 'STAR_LEVELS', 'DIFF_METHODS',
            'correct_pvalues', 'cohens_d', 'pairwise_ttests', 'add_corrected', 'corrected_ttests', 'format_p',
-           'p_matrix', 'levene_tests', 'bootstrap_ci', 'paired_diff_test', 'paired_tests', 'paired_table',
-           'weat_association', 'wefat_score', 'weat_effect_size', 'random_subsets', 'all_subsets', 'permutation_p',
-           'partition_test', 'weat_test', 'critical_value', 'mean_ci', 'topk_threshold', 'topk_share_threshold',
-           'delong', 'auc_ci', 'delong_test', 'auc_diff_bootstrap', 'stars', 'anova_tukey', 'check_margin', 'beats',
-           'not_worse', 'equivalent']
+           'p_matrix', 'levene_tests', 'bootstrap_ci', 'paired_diff_test', 'paired_tests', 'paired_family',
+           'trend_test', 'paired_table', 'weat_association', 'wefat_score', 'weat_effect_size', 'random_subsets',
+           'all_subsets', 'permutation_p', 'partition_test', 'weat_test', 'critical_value', 'mean_ci', 'topk_threshold',
+           'topk_share_threshold', 'delong', 'auc_ci', 'delong_test', 'auc_diff_bootstrap', 'stars', 'anova_tukey',
+           'check_margin', 'beats', 'not_worse', 'equivalent']
 
 # %% ../nbs/02_stats.ipynb #cc17ceb0
 CORRECTIONS = {"sidak": "sidak", "holm": "holm", "bonferroni": "bonferroni", "bh": "fdr_bh", "none": None}
@@ -190,6 +190,18 @@ def paired_tests(x, y, items=None, test: str = "t", correction: str = "bh", alte
     df = pd.DataFrame(rows)
     df["test"], df["alternative"] = test, alternative
     return add_corrected(df, correction, out="p_adj")
+
+# %% ../nbs/02_stats.ipynb #ab9e9ac0
+def paired_family(x: Mapping, y: Mapping, alternative: str = "greater", correction: str = "holm") -> pd.DataFrame:
+    "One-sided paired t-test of x[item] against y[item] (arrays paired by seed) per item, corrected over the items."
+    items = list(x)
+    return paired_tests(np.array([x[i] for i in items], dtype=float), np.array([y[i] for i in items], dtype=float),
+                        items=[str(i) for i in items], test="t", correction=correction, alternative=alternative)
+
+def trend_test(level, value) -> tuple[float, float]:
+    "(Spearman rho, one-sided p for rho > 0) between a level and a value."
+    r = sps.spearmanr(np.asarray(level, float), np.asarray(value, float), alternative="greater")
+    return float(r.statistic), float(r.pvalue)
 
 # %% ../nbs/02_stats.ipynb #c539769e
 def paired_table(df: pd.DataFrame, value: str, pairs: list, by: str = "k", unit=("window",), family=None,

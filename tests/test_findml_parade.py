@@ -13,15 +13,16 @@ from paperlib.data import DataError
 from paperlib.datasets import (CUB as CUB_DATASET, CARS, CELEBA, LFW, write_tiny_cub, write_tiny_cars, write_tiny_celeba, write_tiny_lfw,
                                read_celeba as load_celeba, read_lfw as load_lfw, LFW_RACES, ita_category)
 from paperlib.metric import ResNet50, load_resnet50, chance_r1, knn_purity
-from paperlib.fairness import subgroup_gap, check_shares, item_gap_values, item_gap_diff
+from paperlib.fairness import subgroup_gap, check_shares, item_gap_values, item_gap_diff, gap_rows
+from paperlib.stats import paired_family, trend_test
 from paperlib.metric import train_embedder
 from paperlib.papers.findml_parade import (
     FOLDERS, METHODS, MINER_PARAMS, VARIANTS, PAPER_T13, PAPER_T17, PAPER_T19, PAPER_T20, PAPER_T2A, PAPER_T2B,
     ParadeNet, ParadeTerms, mlp_backbone, train_parade, method_spec, digits_class_bench, digits_attr_bench, make_attribute,
-    training_counts, minority_classes, run_class_job, run_attr_job, gap_rows, GAP_RULE_CLASS, load_cub, load_cars,
+    training_counts, minority_classes, run_class_job, run_attr_job, GAP_RULE_CLASS, load_cub, load_cars,
     real_class_bench, real_attr_bench, gap_for_present, control_per_class,
-    CELEBA_SHARES, gate_learned, gate_control, gate_gap_exists, gate_sa_learned, paired_family,
-    rule_c1, trend_test, rule_c4, rule_c4b, rule_c5, rule_all_significant, rule_share_significant, rule_direction,
+    CELEBA_SHARES, gate_learned, gate_control, gate_gap_exists, gate_sa_learned,
+    rule_c1, rule_c4, rule_c4b, rule_c5, rule_all_significant, rule_share_significant, rule_direction,
     rule_lenient, rule_probe_lower, rule_c10, rule_not_reduced, c5_implied_ratio, leave_one_seed_out, fragile, make_jobs,
     rule_every_comparison, thickness_taus, THICKNESS_TAU, check_part_b_budget, a_probe_backbone,
     render_attribute, digits_halves)

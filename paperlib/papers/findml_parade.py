@@ -24,29 +24,28 @@ from ..fairness import (OVERALL, subgroup_upstream, subgroup_downstream, subgrou
                                worst_group, fit_predict, CLASSIFIERS, imbalanced_counts, ratio_counts, take_counts,
                                check_shares, draw_attribute, class_tilted_shares, oversample_groups,
                                DomainIndependentLR, attribute_probe, xi_network, decorrelation, paired_difference,
-                               item_gap_values, item_gap_diff)
-from ..stats import correct_pvalues, not_worse
+                               item_gap_values, item_gap_diff, gap_rows)
+from ..stats import correct_pvalues, not_worse, paired_family, trend_test
 from ..report import rule_outcome, rule, RuleResult
 
 # %% auto #0
 __all__ = ['METHODS', 'LOSS_PARAMS', 'MINER_PARAMS', 'LOSS_LR', 'GAP_RULE_CLASS', 'LFW_SHARES', 'CELEBA_SHARES', 'COLOUR_SHARES',
            'THICKNESS_TAU', 'CELEBA_THICK_SHIFT', 'COLOUR_RENDER', 'LFW_RENDER', 'CELEBA_RENDER', 'VARIANTS', 'FOLDERS',
-           'WEIGHTS_FOLDER', 'WEIGHTS_FILE', 'CUB_ATTRS', 'CUB_IMAGE_ATTRS', 'PRIMARY', 'WEIGHTS', 'DATASETS',
-           'PAPER_T1', 'PAPER_T10', 'PAPER_T7', 'PAPER_T9', 'PAPER_T6', 'PAPER_T11', 'PAPER_T8', 'PAPER_T2A',
-           'PAPER_T2B', 'PAPER_T16', 'PAPER_T14', 'PAPER_T18', 'PAPER_T19', 'PAPER_T13_OVERALL', 'PAPER_T17',
-           'PAPER_T20', 'PAPER_T13', 'PAPER_T12', 'PAPER_T21', 'PAPER_PREVALENCE', 'PAPER_PREVALENCE_NAMES',
+           'WEIGHTS_FOLDER', 'WEIGHTS_FILE', 'CUB_ATTRS', 'CUB_IMAGE_ATTRS', 'PRIMARY', 'WEIGHTS', 'DATASETS', 'AXES',
+           'PAPER_T1', 'PAPER_T2A', 'PAPER_T2B', 'PAPER_T6', 'PAPER_T7', 'PAPER_T8', 'PAPER_T9', 'PAPER_T10',
+           'PAPER_T11', 'PAPER_T12', 'PAPER_T13', 'PAPER_T13_OVERALL', 'PAPER_T14', 'PAPER_T16', 'PAPER_T17',
+           'PAPER_T18', 'PAPER_T19', 'PAPER_T20', 'PAPER_T21', 'PAPER_PREVALENCE', 'PAPER_PREVALENCE_NAMES',
            'NOT_REDUCED_MARGIN', 'C10_MARGIN', 'method_spec', 'mlp_backbone', 'cnn_backbone', 'ParadeNet',
-           'ParadeResult', 'ParadeTerms', 'train_parade', 'gap_rows', 'thickness', 'thickness_taus', 'render',
-           'digits_halves', 'minority_classes', 'training_counts', 'make_attribute', 'render_attribute', 'ClassBench',
-           'AttrBench', 'digits_class_bench', 'digits_attr_bench', 'evaluate_model', 'embed_attribute',
-           'embed_features', 'class_groups', 'run_class_job', 'a_probe_backbone', 'run_attr_job', 'load_cub',
-           'table_files', 'load_cars', 'control_per_class', 'gap_for_present', 'real_model_fn', 'real_class_bench',
-           'real_attr_bench', 'make_jobs', 'check_part_b_budget', 'mean_sd', 'pick', 'tsne_sample', 'gate_learned',
-           'gate_control', 'gate_gap_exists', 'gate_sa_learned', 'paired_family', 'leave_one_seed_out', 'fragile',
-           'rule_c1', 'trend_test', 'rule_c4', 'rule_c4b', 'rule_c5', 'c5_implied_ratio', 'rule_all_significant',
-           'rule_share_significant', 'rule_direction', 'rule_not_reduced', 'rule_lenient', 'rule_probe_lower',
-           'rule_c10', 'rule_every_comparison', 'rule_c1_benches', 'rule_significant', 'rule_block', 'rule_c7m',
-           'rule_c10_benches']
+           'ParadeResult', 'ParadeTerms', 'train_parade', 'thickness', 'thickness_taus', 'render', 'digits_halves',
+           'minority_classes', 'training_counts', 'make_attribute', 'render_attribute', 'ClassBench', 'AttrBench',
+           'digits_class_bench', 'digits_attr_bench', 'evaluate_model', 'embed_attribute', 'embed_features',
+           'class_groups', 'run_class_job', 'a_probe_backbone', 'run_attr_job', 'load_cub', 'table_files', 'load_cars',
+           'control_per_class', 'gap_for_present', 'real_model_fn', 'real_class_bench', 'real_attr_bench', 'make_jobs',
+           'cell_job', 'check_part_b_budget', 'published_tables', 'mean_sd', 'pick', 'tsne_sample', 'gate_learned',
+           'gate_control', 'gate_gap_exists', 'gate_sa_learned', 'leave_one_seed_out', 'fragile', 'rule_c1', 'rule_c4',
+           'rule_c4b', 'rule_c5', 'c5_implied_ratio', 'rule_all_significant', 'rule_share_significant',
+           'rule_direction', 'rule_not_reduced', 'rule_lenient', 'rule_probe_lower', 'rule_c10',
+           'rule_every_comparison', 'rule_c1_benches', 'rule_significant', 'rule_block', 'rule_c7m', 'rule_c10_benches']
 
 # %% ../../nbs/papers/findml_parade.ipynb #4b67cb6a
 METHODS = {
@@ -167,15 +166,7 @@ def train_parade(model, X, y, a, *, loss: str = "margin", miner: str | None = "d
     return ParadeResult(r.model, t.xi, r.loss_fn, t.loss_s, r.history[["step", "main", "L_sa", "c"]].rename(columns=dict(main="L_targ")))
 
 # %% ../../nbs/papers/findml_parade.ipynb #45906884
-GAP_RULE_CLASS = dict(rule="two", major="majority", minor="minority")
-
-def gap_rows(values: pd.DataFrame, keys: list, rule: dict) -> pd.DataFrame:
-    "One gap per (keys, stage, metric) from long per-subgroup rows (keys..., stage, metric, group, value) by `rule`."
-    out = []
-    for k, g in values[values.group != OVERALL].groupby(keys + ["stage", "metric"], sort=False):
-        v = dict(zip(g.group, g.value))
-        out.append(dict(zip(keys + ["stage", "metric"], k), gap=subgroup_gap(v, **rule)))
-    return pd.DataFrame(out)
+GAP_RULE_CLASS = dict(rule="two", major="majority", minor="minority")       # gap_rows (paperlib.fairness) with it: majority minus minority
 
 # %% ../../nbs/papers/findml_parade.ipynb #f3dfce51
 LFW_SHARES = dict(plain=0.857, thick=0.084, faint=0.042, inverted=0.017)
@@ -549,24 +540,33 @@ def real_attr_bench(name: str, df: pd.DataFrame, attr: str, values: list, gap: d
                      crop_flip(crop) if size > crop else None, role=name), df.path.to_numpy()[bad].tolist()
 
 # %% ../../nbs/papers/findml_parade.ipynb #975b7cf0
+AXES = ("part", "bench", "method", "setting", "arm", "alpha", "rho", "seed")    # one cell per model; None where an axis does not apply
+
 def make_jobs(class_names, attr_names, methods, seeds_a, sweep_methods, sweep_levels, seeds_sweep, b_methods: dict,
               seeds_b, parade_hp: dict, grid_bench, grid_alpha, grid_rho, grid_seed) -> list:
-    "Every training job of a run: part A, the sweep, part B (standard and PARADE) and the Fig. 12 grid."
-    jobs = [dict(part="A", bench=b, method=m, setting=s, seed=k) for b in class_names for m in methods
+    "Every model of a run as a grid cell (`AXES`): part A, the sweep, part B (standard and PARADE) and the Fig. 12 grid."
+    cell = lambda **kw: dict(dict.fromkeys(AXES), **kw)
+    jobs = [cell(part="A", bench=b, method=m, setting=s, seed=k) for b in class_names for m in methods
             for s in ("Bal", "Imb") for k in seeds_a]
-    jobs += [dict(part="sweep", bench=b, method=m, setting=lv, seed=k) for b in class_names for m in sweep_methods
+    jobs += [cell(part="sweep", bench=b, method=m, setting=lv, seed=k) for b in class_names for m in sweep_methods
              for lv in sweep_levels for k in seeds_sweep]
     for b in attr_names:
         al, rh = parade_hp[b]
-        for m in b_methods.get(b, ("Margin·D",)):
-            for k in seeds_b:
-                jobs.append(dict(part="B", bench=b, method=m, arm="standard", alpha=0.0, rho=0.0, seed=k, fixes=m == "Margin·D"))
-                jobs.append(dict(part="B", bench=b, method=m, arm="PARADE", alpha=al, rho=rh, seed=k,
-                                 keep=m == "Margin·D" and k == seeds_b[0]))
+        jobs += [cell(part="B", bench=b, method=m, arm=arm, alpha=a, rho=r, seed=k) for m in b_methods.get(b, ("Margin·D",))
+                 for k in seeds_b for arm, a, r in (("standard", 0.0, 0.0), ("PARADE", al, rh))]
     if grid_bench is not None:
-        jobs += [dict(part="grid", bench=grid_bench, method="Margin·D", arm="PARADE", alpha=al, rho=rh, seed=grid_seed,
-                      classifiers=("LR",)) for al in grid_alpha for rh in grid_rho]
+        jobs += [cell(part="grid", bench=grid_bench, method="Margin·D", arm="PARADE", alpha=al, rho=rh, seed=grid_seed)
+                 for al in grid_alpha for rh in grid_rho]
     return jobs
+
+def cell_job(cell: dict, keep_seed: int) -> dict:
+    """The job dict the trainers read, from one cell: its axes that apply, plus DI and oversampling for part B's standard
+    Margin·D, the kept embeddings (t-SNE) for part B's PARADE Margin·D at `keep_seed`, and LR alone for the Fig. 12 grid."""
+    job, part_b = {k: v for k, v in cell.items() if v is not None}, cell["part"] == "B"
+    if part_b and cell["arm"] == "standard": job["fixes"] = cell["method"] == "Margin·D"
+    if part_b and cell["arm"] == "PARADE": job["keep"] = cell["method"] == "Margin·D" and cell["seed"] == keep_seed
+    if cell["part"] == "grid": job["classifiers"] = ("LR",)
+    return job
 
 def check_part_b_budget(steps_b, lr_b) -> None:
     "The attribute benchmarks' budget (both arms and the grid): a whole number of steps >= 1 and a learning rate > 0."
@@ -576,117 +576,20 @@ def check_part_b_budget(steps_b, lr_b) -> None:
         raise ValueError(f"lr_b: {lr_b!r}; allowed: a finite learning rate above 0")
 
 # %% ../../nbs/papers/findml_parade.ipynb #aed9c2d4
-# Table 1 (CUB200, LR downstream): method -> metric -> (Bal, Imb)
-PAPER_T1 = {
-    "Margin·D": dict(R1=(0.017, 0.212), NMI=(-0.001, 0.112), UKL=(-0.042, 0.0), prec=(0.339, 0.39), rec=(0.36, 0.424), acc=(0.014, 0.131)),
-    "Margin·S": dict(R1=(0.02, 0.187), NMI=(-0.004, 0.092), UKL=(-0.048, 0.002), prec=(0.33, 0.393), rec=(0.351, 0.43), acc=(0.016, 0.131)),
-    "Triplet·D": dict(R1=(0.019, 0.159), NMI=(-0.001, 0.103), UKL=(-0.054, -0.004), prec=(0.336, 0.41), rec=(0.357, 0.459), acc=(0.016, 0.179)),
-    "Triplet·S": dict(R1=(0.019, 0.168), NMI=(-0.004, 0.082), UKL=(-0.051, 0.014), prec=(0.338, 0.384), rec=(0.359, 0.426), acc=(0.02, 0.134)),
-}
-# Table 10 (CUB200 gaps, Bal/Imb) and Table 7 (CARS196; its R@1 row repeats Table 6's overall values, so none)
-_T10 = ("R1", "NMI", "UKL", "LR_acc", "LR_prec", "LR_rec", "RF_acc", "RF_prec", "RF_rec", "SVM_acc", "SVM_prec", "SVM_rec")
-PAPER_T10 = {m: dict(zip(_T10, v)) for m, v in {
-    "Contrastive·D": ((.011, .168), (-.009, .109), (-.112, .004), (.014, .181), (.333, .417), (.354, .462), (.013, .121), (.339, .386), (.359, .391), (.014, .106), (.326, .360), (.345, .362)),
-    "Margin·D": ((.008, .212), (-.008, .112), (-.043, .000), (.008, .131), (.337, .390), (.356, .424), (.009, .325), (.347, .428), (.365, .495), (.009, .043), (.332, .301), (.348, .278)),
-    "Margin·S": ((.010, .187), (-.009, .092), (-.050, .002), (.009, .131), (.331, .393), (.351, .430), (.010, .255), (.342, .418), (.362, .478), (.009, .058), (.329, .329), (.348, .323)),
-    "Multisimilarity": ((.008, .187), (-.008, .113), (-.036, -.003), (.009, .141), (.337, .391), (.356, .427), (.009, .282), (.348, .428), (.365, .480), (.009, .048), (.335, .307), (.352, .284)),
-    "ProxyNCA": ((.010, .256), (-.009, .142), (-.131, -.012), (.007, .169), (.337, .428), (.356, .455), (.009, .214), (.355, .436), (.372, .443), (.009, .063), (.330, .347), (.347, .299)),
-    "Triplet·D": ((.009, .159), (-.007, .103), (-.057, -.004), (.011, .179), (.335, .410), (.355, .459), (.010, .192), (.347, .409), (.364, .440), (.011, .071), (.334, .324), (.353, .315)),
-    "Triplet·S": ((.009, .168), (-.010, .082), (-.051, .014), (.011, .134), (.336, .384), (.357, .426), (.011, .175), (.341, .393), (.360, .437), (.012, .082), (.334, .340), (.355, .356)),
-}.items()}
-_T7 = ("NMI", "UKL", "LR_acc", "RF_acc", "SVM_acc")
-PAPER_T7 = {m: dict(zip(_T7, v)) for m, v in {
-    "Contrastive·D": ((-.013, .106), (-.093, .011), (.002, .147), (.001, .115), (.003, .086)),
-    "Margin·D": ((-.016, .124), (-.033, .010), (.003, .120), (.002, .315), (.002, .039)),
-    "Margin·S": ((-.018, .110), (-.038, .012), (.004, .115), (.002, .231), (.002, .055)),
-    "Multisimilarity": ((-.014, .116), (-.030, .005), (.002, .117), (.000, .260), (.002, .047)),
-    "ProxyNCA": ((-.011, .148), (-.129, .005), (.003, .155), (.000, .221), (.000, .076)),
-    "Triplet·D": ((-.013, .109), (-.047, .011), (.001, .131), (.000, .168), (.000, .063)),
-    "Triplet·S": ((-.018, .083), (-.034, .023), (.004, .120), (.003, .141), (.002, .073)),
-}.items()}
-# Tables 9 (CUB200) and 6 (CARS196), overall: method -> metric -> (Bal, Imb)
-_T9 = ("R1", "NMI", "UKL", "LR_acc", "RF_acc", "SVM_acc")
-PAPER_T9 = {m: dict(zip(_T9, v)) for m, v in {
-    "Contrastive·D": ((.790, .782), (.872, .859), (.397, .449), (.815, .810), (.776, .787), (.813, .811)),
-    "Margin·D": ((.786, .780), (.861, .856), (.076, .076), (.815, .827), (.757, .735), (.810, .820)),
-    "Margin·S": ((.775, .766), (.856, .850), (.113, .113), (.809, .818), (.768, .758), (.808, .815)),
-    "Multisimilarity": ((.779, .788), (.857, .857), (.139, .146), (.813, .833), (.754, .754), (.812, .828)),
-    "ProxyNCA": ((.807, .800), (.873, .860), (.056, .073), (.824, .828), (.761, .768), (.818, .816)),
-    "Triplet·D": ((.792, .795), (.866, .861), (.274, .277), (.820, .828), (.786, .789), (.819, .830)),
-    "Triplet·S": ((.761, np.nan), (.848, .843), (.336, .321), (.802, .806), (.776, .774), (.798, .808)),
-}.items()}
-PAPER_T6 = {m: dict(zip(_T9, v)) for m, v in {
-    "Contrastive·D": ((.861, .830), (.909, .879), (.433, .457), (.878, .848), (.855, .832), (.876, .852)),
-    "Margin·D": ((.854, .819), (.894, .867), (.096, .091), (.880, .861), (.816, .758), (.882, .863)),
-    "Margin·S": ((.830, .811), (.876, .861), (.133, .133), (.858, .853), (.819, .790), (.863, .860)),
-    "Multisimilarity": ((.858, .839), (.898, .881), (.151, .155), (.886, .875), (.825, .794), (.888, .876)),
-    "ProxyNCA": ((.887, .858), (.915, .890), (.083, .094), (.898, .877), (.852, .823), (.894, .871)),
-    "Triplet·D": ((.866, .848), (.903, .884), (.304, .293), (.885, .872), (.858, .836), (.887, .878)),
-    "Triplet·S": ((.794, .778), (.849, .834), (.397, .382), (.828, .818), (.808, .792), (.835, .830)),
-}.items()}
-# Tables 11 (CUB200) and 8 (CARS196): DI and oversampling on the imbalanced embedding (LR)
-_T11 = ("DI_overall_acc", "DI_acc", "DI_prec", "DI_rec", "OS_overall_acc", "OS_acc", "OS_prec", "OS_rec")
-PAPER_T11 = {m: dict(zip(_T11, v)) for m, v in {
-    "Contrastive·D": (.782, .034, .340, .308, .811, .182, .421, .464), "Margin·D": (.809, .003, .304, .253, .828, .131, .386, .420),
-    "Margin·S": (.794, .014, .301, .249, .818, .129, .391, .428), "Multisimilarity": (.805, .024, .264, .189, .832, .142, .391, .426),
-    "ProxyNCA": (.823, .140, .410, .415, .828, .170, .428, .455), "Triplet·D": (.798, .024, .262, .188, .829, .177, .409, .457),
-    "Triplet·S": (.749, .077, .270, .177, .806, .135, .385, .427)}.items()}
-PAPER_T8 = {m: dict(zip(_T11, v)) for m, v in {
-    "Contrastive·D": (.812, .001, .304, .260, .851, .128, .398, .423), "Margin·D": (.834, .010, .275, .218, .862, .099, .386, .403),
-    "Margin·S": (.820, .017, .313, .258, .853, .102, .391, .414), "Multisimilarity": (.842, .018, .247, .182, .875, .097, .383, .396),
-    "ProxyNCA": (.869, .120, .398, .398, .878, .136, .422, .436), "Triplet·D": (.836, .022, .236, .175, .875, .108, .387, .406),
-    "Triplet·S": (.742, .094, .289, .177, .820, .109, .387, .413)}.items()}
-# Table 2: PARADE vs standard gaps (LR); (a) faces, Margin·D; (b) CUB colour
-_T2 = ("R1", "NMI", "UKL", "prec", "rec", "acc")
-PAPER_T2A = {"CelebA": dict(PARADE=dict(zip(_T2, (0.085, -0.012, -0.04, 0.146, 0.141, 0.131))),
-                            standard=dict(zip(_T2, (0.122, -0.002, -0.03, 0.1, 0.098, 0.082)))),
-             "LFW": dict(PARADE=dict(zip(_T2, (0.075, 0.041, 0.163, 0.004, 0.003, 0.009))),
-                         standard=dict(zip(_T2, (0.068, 0.048, 0.165, 0.005, 0.007, 0.012))))}
-PAPER_T2B = {"Margin·D": dict(PARADE=dict(zip(_T2, (0.172, 0.349, 0.167, 0.317, 0.352, 0.163))),
-                              standard=dict(zip(_T2, (0.176, 0.326, 0.153, 0.333, 0.363, 0.153)))),
-             "Triplet·D": dict(PARADE=dict(zip(_T2, (0.172, 0.372, 0.174, 0.248, 0.276, 0.148))),
-                               standard=dict(zip(_T2, (0.195, 0.359, 0.159, 0.308, 0.337, 0.154))))}
-# Table 16: CelebA gaps without type VI (Margin·D, LR); Tables 14 / 18: overall (Margin·D; 14 LR, 18 RF); Table 19: LFW gaps (RF)
-PAPER_T16 = dict(PARADE=dict(zip(_T2, (-0.035, -0.004, 0.04, 0.021, 0.018, 0.011))),
-                 standard=dict(zip(_T2, (0.005, 0.004, 0.084, 0.039, 0.029, 0.018))))
-PAPER_T14 = dict(PARADE=dict(zip(_T2, (.885, .901, .336, .550, .546, .692))), standard=dict(zip(_T2, (.922, .929, .237, .652, .674, .831))))
-PAPER_T18 = dict(PARADE=dict(zip(_T2, (.329, .865, .129, .767, .801, .762))), standard=dict(zip(_T2, (.381, .869, .103, .788, .823, .800))))
-PAPER_T19 = dict(PARADE=dict(zip(_T2, (.075, .041, .163, .040, .066, .049))), standard=dict(zip(_T2, (.068, .048, .165, .037, .071, .038))))
-PAPER_T13_OVERALL = dict(PARADE=dict(zip(_T2, (.785, .860, .071, .819, .812, .812))), standard=dict(zip(_T2, (.786, .861, .076, .822, .816, .815))))
-# per-subgroup tables: Table 17 (CelebA, LR) and Table 20 (LFW, RF): group -> metric -> (PARADE, standard)
-PAPER_T17 = {g: dict(zip(_T2, v)) for g, v in {
-    "I": ((.738, .858), (.933, .961), (.436, .419), (.398, .639), (.421, .656), (.578, .783)),
-    "II": ((.887, .930), (.923, .947), (.350, .260), (.566, .696), (.604, .739), (.707, .843)),
-    "III": ((.907, .937), (.927, .947), (.350, .241), (.558, .672), (.578, .708), (.716, .842)),
-    "IV": ((.850, .893), (.927, .946), (.339, .240), (.471, .644), (.518, .695), (.632, .798)),
-    "V": ((.785, .838), (.943, .957), (.371, .288), (.355, .570), (.386, .602), (.545, .747)),
-    "VI": ((.642, .628), (.948, .960), (.547, .483), (.258, .492), (.275, .511), (.430, .678))}.items()}
-PAPER_T20 = {g: dict(zip(_T2, v)) for g, v in {
-    "Asian": ((.262, .310), (.894, .914), (.304, .265), (.715, .726), (.713, .720), (.810, .828)),
-    "Black": ((.289, .331), (.858, .882), (.456, .417), (.743, .759), (.751, .758), (.827, .853)),
-    "Indian": ((.238, .325), (.948, .951), (.141, .133), (.664, .711), (.657, .702), (.772, .814)),
-    "White": ((.338, .390), (.862, .868), (.137, .107), (.747, .769), (.773, .798), (.754, .794))}.items()}
-# Table 13 (CUB colour, LR): colour -> metric -> (PARADE, Margin·D); green and olive have NMI 0, iridescent's standard NMI is 0.8
-PAPER_T13 = {g: dict(zip(_T2, v)) for g, v in {
-    "Black": ((.780, .777), (.832, .837), (.164, .153), (.403, .412), (.375, .384), (.790, .798)),
-    "Blue": ((.837, .841), (.840, .863), (.296, .275), (.399, .401), (.367, .366), (.867, .877)),
-    "Brown": ((.773, .779), (.831, .838), (.156, .148), (.396, .390), (.357, .351), (.804, .812)),
-    "Buff": ((.787, .792), (.789, .808), (.349, .343), (.250, .253), (.209, .212), (.824, .824)),
-    "Green": ((1.0, 1.0), (0.0, 0.0), (.262, .252), (1.0, 1.0), (1.0, 1.0), (1.0, 1.0)),
-    "Grey": ((.751, .754), (.853, .849), (.142, .137), (.337, .338), (.292, .297), (.790, .796)),
-    "Iridescent": ((1.0, 1.0), (1.0, 0.8), (.369, .318), (1.0, 1.0), (1.0, 1.0), (1.0, 1.0)),
-    "Olive": ((.589, .620), (0.0, 0.0), (.164, .151), (.289, .240), (.173, .160), (.600, .660)),
-    "Orange": ((.839, .863), (.701, .657), (.295, .277), (.302, .303), (.261, .263), (.867, .860)),
-    "Red": ((.917, .919), (.839, .830), (.445, .411), (.555, .559), (.542, .544), (.923, .927)),
-    "White": ((.729, .706), (.792, .787), (.176, .166), (.387, .380), (.357, .342), (.752, .737)),
-    "Yellow": ((.846, .862), (.842, .864), (.215, .202), (.503, .530), (.481, .509), (.879, .884))}.items()}
-# Tables 12 (CUB colour, Margin·D) and 21 (LFW, Margin·D): DI / oversampling, overall acc and gaps
-PAPER_T12 = dict(DI=dict(overall_acc=0.490, acc=0.426, prec=0.185, rec=0.353), OS=dict(overall_acc=0.802, acc=0.143, prec=0.323, rec=0.348))
-PAPER_T21 = dict(DI=dict(overall_acc=0.753, acc=0.095, prec=0.020, rec=0.044), OS=dict(overall_acc=0.767, acc=0.072, prec=0.024, rec=0.031))
-# Tables 3-5: attribute shares (train %) of the paper's datasets
-_LFW_PCT = dict(White=85.70, Asian=8.43, Black=4.17, Indian=1.71)
+def published_tables(file: str = "findml_parade_published.json") -> dict:
+    "The paper's tables shipped in `paperlib/papers/data`: lists read back as tuples, null (a cell the paper leaves empty) as NaN."
+    from importlib.resources import files
+    def back(x):
+        if isinstance(x, dict): return {k: back(v) for k, v in x.items()}
+        return tuple(np.nan if v is None else back(v) for v in x) if isinstance(x, list) else x
+    return back(json.loads((files("paperlib.papers") / "data" / file).read_text(encoding="utf-8"))["tables"])
+
+_PUB = published_tables()     # what each table holds (method, metric, [Bal, Imb] or [PARADE, standard]): the file's "about"
+PAPER_T1, PAPER_T2A, PAPER_T2B, PAPER_T6, PAPER_T7, PAPER_T8, PAPER_T9, PAPER_T10, PAPER_T11, PAPER_T12, PAPER_T13, PAPER_T13_OVERALL, \
+    PAPER_T14, PAPER_T16, PAPER_T17, PAPER_T18, PAPER_T19, PAPER_T20, PAPER_T21, _LFW_PCT = (_PUB[k] for k in (
+        "T1 T2A T2B T6 T7 T8 T9 T10 T11 T12 T13 T13_OVERALL T14 T16 T17 T18 T19 T20 T21 LFW_PCT".split()))
 PAPER_PREVALENCE = {"colour-like": _CUB_PCT, "CelebA-like": _CELEBA_PCT, "LFW-like": dict(zip(LFW_SHARES, _LFW_PCT.values())),
-                    "CUB200 colour": _CUB_PCT, "CelebA": _CELEBA_PCT, "LFW": _LFW_PCT}
+                    "CUB200 colour": _CUB_PCT, "CelebA": _CELEBA_PCT, "LFW": _LFW_PCT}         # Tables 3-5: train shares (%)
 PAPER_PREVALENCE_NAMES = {"LFW-like": dict(plain="White", thick="Asian", faint="Black", inverted="Indian")}
 
 # %% ../../nbs/papers/findml_parade.ipynb #1d7a409e
@@ -732,13 +635,6 @@ def gate_sa_learned(probe_sa, n_values: int, k: float = 2.0) -> bool:
     p = np.asarray(probe_sa, dtype=float)
     return bool(len(p) > 0 and np.nanmean(p) >= k / n_values)
 
-def paired_family(x: dict, y: dict, alternative: str = "greater", correction: str = "holm") -> pd.DataFrame:
-    "One-sided paired t-test of x[item] against y[item] (arrays paired by seed) per item, corrected over the items."
-    from paperlib.stats import paired_tests
-    items = list(x)
-    return paired_tests(np.array([x[i] for i in items], dtype=float), np.array([y[i] for i in items], dtype=float),
-                        items=[str(i) for i in items], test="t", correction=correction, alternative=alternative)
-
 def leave_one_seed_out(families: list, seeds, decide, alternative: str = "greater") -> dict:
     "{seed: decide(Holm-corrected p-values of every family (name, x, y) with that seed's pair left out)}; arrays in seed order."
     out = {}
@@ -770,12 +666,6 @@ def rule_c1(p_r1: dict, p_nmi: dict, imb_r1_mean: float, bal_r1_mean: float, alp
     if not (imb_r1_mean > 0 and imb_r1_mean >= ratio * bal_r1_mean):
         fails.append(f"mean R@1 gap Imb {imb_r1_mean:.4f} vs {ratio:g} x Bal {bal_r1_mean:.4f}")
     return rule_outcome(fails)
-
-def trend_test(level, gap) -> tuple[float, float]:
-    "(Spearman rho, one-sided p for rho > 0) between imbalance level and gap."
-    from scipy.stats import spearmanr
-    r = spearmanr(np.asarray(level, float), np.asarray(gap, float), alternative="greater")
-    return float(r.statistic), float(r.pvalue)
 
 @rule(passes=dict(trends={"M R@1": (0.6, 0.01)}), fails=dict(trends={"M R@1": (0.6, 0.01), "M acc": (0.3, 0.2)}))
 def rule_c4(trends: dict, alpha: float = 0.05) -> tuple[bool, str | None]:
