@@ -85,5 +85,7 @@ def cache_key(nb: Path, params: dict, pkg_digest: str | None = None) -> tuple[st
                  data=dataset_fingerprints(p.get("data_root"), paper_meta(nb)["datasets"]),
                  packages=pkg_digest or packages_digest(),
                  gpu=gpu_visible() if p.get("device", "auto") == "auto" else None)
+    shipped = sorted((_pkg_dir() / "papers" / "data").glob(f"{Path(nb).stem}_*"))   # the paper's package data (tables, texts)
+    if shipped: parts["package_data"] = {f.name: _sha(f.read_bytes())[:16] for f in shipped}
     return _sha(parts), parts
 
