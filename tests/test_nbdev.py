@@ -1,5 +1,5 @@
 "nbdev hygiene: the package is what the notebooks export, the notebooks are clean, and their inline tests pass."
-import shutil, subprocess, sys
+import os, shutil, subprocess, sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -31,7 +31,11 @@ def test_parameters_tag_survives_clean():
         tagged = [c for c in cells if "parameters" in c.get("metadata", {}).get("tags", [])]
         assert len(tagged) == 1, f"{nb.name}: papermill needs exactly one cell tagged 'parameters'"
 
-def test_library_notebooks_pass_their_own_tests():
-    # paper notebooks carry `skip_exec: true`: papermill runs them (tests/test_papers.py), nbdev-test does not
-    r = subprocess.run([str(BIN / "nbdev-test"), "--n-workers", "2"], cwd=REPO, capture_output=True, text=True)
+def test_library_notebooks_pass_their_own_tests(tmp_path):
+    """In a copy: every library notebook ends by exporting the library (`nbdev_export()`), and in place that would rewrite
+    paperlib/*.py under the paper notebooks the other pytest worker is running (one read a half-written plots.py).
+    Paper notebooks carry `skip_exec: true`: papermill runs them (tests/test_papers.py), nbdev-test does not."""
+    root = _copy(tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(root)}      # the copy's paperlib, not the installed (editable) one
+    r = subprocess.run([str(BIN / "nbdev-test"), "--n-workers", "2"], cwd=root, capture_output=True, text=True, env=env)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
