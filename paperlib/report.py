@@ -110,6 +110,7 @@ class Claim:
 
     def _ipython_display_(self): pass   # a cell ending in rep.claim(...) shows the claim's line, not this record's repr
 
+# %% ../nbs/05_report.ipynb #f1cf532e
 class Artefact(type(Path())):
     "The path of a saved artefact; a cell that ends with the call that saved it shows the artefact, not this path."
     def _ipython_display_(self): pass
