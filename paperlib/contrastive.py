@@ -15,10 +15,10 @@ import torch.nn.functional as F
 from .metric import embed
 
 # %% auto #0
-__all__ = ['CONTRASTIVE_LOSSES', 'view_labels', 'other_view', 'positives_mask', 'negatives_mask', 'supcon_loss', 'simclr_loss',
-           'attract_loss', 'repel_loss', 'check_alpha', 'spread_loss', 'check_contrastive_loss', 'contrastive_loss',
-           'augment', 'two_views', 'ContrastiveCNN', 'ContrastiveRun', 'train_contrastive', 'head_predict',
-           'linear_probe', 'intra_class_cosine', 'centre_similarity', 'stratum_geometry']
+__all__ = ['REDUCTIONS', 'CONTRASTIVE_LOSSES', 'view_labels', 'other_view', 'positives_mask', 'negatives_mask', 'supcon_loss',
+           'simclr_loss', 'attract_loss', 'repel_loss', 'check_alpha', 'spread_loss', 'check_contrastive_loss',
+           'contrastive_loss', 'ecle', 'augment', 'two_views', 'ContrastiveCNN', 'ContrastiveRun', 'train_contrastive',
+           'head_predict', 'linear_probe', 'intra_class_cosine', 'centre_similarity', 'stratum_geometry']
 
 # %% ../nbs/14_contrastive.ipynb #dbc4dd04
 def view_labels(y, views: int = 2) -> torch.Tensor:
@@ -52,15 +52,30 @@ def supcon_loss(z, y, tau: float = 0.5) -> torch.Tensor:
     z, y = _stack(z, y)
     return SupConLoss(temperature=tau)(z, view_labels(y))
 
-def simclr_loss(z, tau: float = 0.5, cross_view: bool = False) -> torch.Tensor:
-    "L_SS (SimCLR, NT-Xent) of a stacked two-view batch; `cross_view`: PML SelfSupervisedLoss (anchors against the other view only)."
+REDUCTIONS = ("mean", "none")
+
+def simclr_loss(z, tau: float = 0.5, cross_view: bool = False, reduction: str = "mean") -> torch.Tensor:
+    """L_SS (SimCLR, NT-Xent) of a stacked two-view batch; `cross_view`: PML SelfSupervisedLoss (anchors against the
+    other view only); `reduction="none"`: one loss per image (its two views averaged, b values)."""
     from pytorch_metric_learning.losses import NTXentLoss, SelfSupervisedLoss, SupConLoss
+    from pytorch_metric_learning.reducers import DoNothingReducer
+    if reduction not in REDUCTIONS: raise ValueError(f"unknown reduction {reduction!r}; valid reductions: {', '.join(REDUCTIONS)}")
     z = F.normalize(torch.as_tensor(z, dtype=torch.float32), dim=1)
     if len(z) % 2: raise ValueError(f"{len(z)} embeddings: a two-view batch has an even number of rows")
     b = len(z) // 2
-    if cross_view: return SelfSupervisedLoss(NTXentLoss(temperature=tau), symmetric=True)(z[:b], z[b:])
+    red = DoNothingReducer() if reduction == "none" else None           # None: PML's default (mean) reducer
+    if cross_view:
+        one_way = lambda a, r: SelfSupervisedLoss(NTXentLoss(temperature=tau, reducer=red), symmetric=False)(a, r)
+        l1, l2 = one_way(z[:b], z[b:]), one_way(z[b:], z[:b])
+        if red is None: return (l1 + l2) / 2
+        # the per-pair losses come indexed by their anchor: put them back in image order
+        per = lambda d: torch.zeros(b, device=z.device).index_put((d["loss"]["indices"][0],), d["loss"]["losses"])
+        return (per(l1) + per(l2)) / 2
     # SupCon with one label per image is NT-Xent, computed on the 2b x 2b similarity matrix (NTXentLoss is O(b^3))
-    return SupConLoss(temperature=tau)(z, view_labels(torch.arange(b, device=z.device)))
+    out = SupConLoss(temperature=tau, reducer=red)(z, view_labels(torch.arange(b, device=z.device)))
+    if red is None: return out
+    l = out["loss"]["losses"]
+    return (l[:b] + l[b:]) / 2
 
 # %% ../nbs/14_contrastive.ipynb #401e5452
 def _logits(z, tau):
@@ -115,11 +130,48 @@ def contrastive_loss(name: str, z, y, tau: float = 0.5, alpha: float | None = No
     if name == "simclr": return simclr_loss(z, tau)
     return dict(supcon=supcon_loss, attract=attract_loss, repel=repel_loss)[name](z, y, tau)
 
+# %% ../nbs/14_contrastive.ipynb #7d2c4783
+def _batch_simclr(Z1, Z2, valid, tau):
+    "Per-image NT-Xent inside each row of padded batches Z1, Z2 (nb, m, d); `valid` (nb, m) marks real samples."
+    nb, m, _ = Z1.shape
+    Z = F.normalize(torch.cat([Z1, Z2], 1), dim=2)
+    S = Z @ Z.transpose(1, 2) / tau
+    v2 = torch.cat([valid, valid], 1)
+    S = S.masked_fill(~v2[:, None, :] | torch.eye(2 * m, dtype=torch.bool)[None], float("-inf"))
+    pos = S[:, torch.arange(2 * m), (torch.arange(2 * m) + m) % (2 * m)]
+    l = torch.logsumexp(S, 2) - pos
+    return (l[:, :m] + l[:, m:]) / 2
+
+def ecle(views, tau: float = 0.2, batch: int = 256, partitions: int = 10, seed: int = 0) -> np.ndarray:
+    "ECLE of each of N samples from R augmented projections `views` (R, N, d): mean per-image SimCLR loss over view pairs and random batches."
+    V = torch.as_tensor(np.asarray(views.detach().cpu() if torch.is_tensor(views) else views), dtype=torch.float32)
+    if V.ndim != 3: raise ValueError(f"views must be (R, N, d): R augmentations of N samples, got shape {tuple(V.shape)}")
+    R, N, _ = V.shape
+    if R < 2: raise ValueError(f"views holds R={R} augmentation(s): R must be >= 2 (pairs of views)")
+    if batch < 2: raise ValueError(f"batch must be >= 2 (a sample needs a negative), got {batch}")
+    if partitions < 1: raise ValueError(f"partitions must be >= 1, got {partitions}")
+    nb = -(-N // batch)
+    m = -(-N // nb)
+    if N // nb < 2: raise ValueError(f"batch={batch} cuts N={N} samples into {nb} batches, one of a single sample: take a larger batch")
+    rng = np.random.default_rng(seed)
+    tot, cnt = torch.zeros(N, dtype=torch.float64), 0
+    for _ in range(partitions):
+        parts = np.array_split(rng.permutation(N), nb)
+        idx = torch.tensor(np.stack([np.pad(p, (0, m - len(p)), constant_values=-1) for p in parts]))
+        valid, safe = idx >= 0, idx.clamp(min=0)
+        for r in range(R):
+            for r2 in range(r + 1, R):
+                l = _batch_simclr(V[r][safe], V[r2][safe], valid, tau)
+                tot.index_add_(0, idx[valid], l[valid].double())
+                cnt += 1
+    return (tot / cnt).numpy()
+
 # %% ../nbs/14_contrastive.ipynb #d6df5f57
 def augment(X: torch.Tensor, gen: torch.Generator, shift: int = 1, brightness=(0.8, 1.2), noise: float = 0.1,
-            flip: bool = False) -> torch.Tensor:
-    "One random view of each image of `X` (N, C, H, W): shift by up to `shift` px, brightness scale, Gaussian noise, flip."
+            flip: bool = False, dropout: float = 0.0) -> torch.Tensor:
+    "One random view of each image of `X` (N, C, H, W): shift by up to `shift` px, flip, brightness scale, Gaussian noise, pixel dropout."
     if X.ndim != 4: raise ValueError(f"augment needs images (N, C, H, W), got shape {tuple(X.shape)}")
+    if not 0.0 <= dropout < 1.0: raise ValueError(f"dropout is a probability in [0, 1), got {dropout!r}")
     n, c, h, w = X.shape
     out = X
     if shift:
@@ -135,6 +187,7 @@ def augment(X: torch.Tensor, gen: torch.Generator, shift: int = 1, brightness=(0
         lo, hi = brightness
         out = out * (lo + (hi - lo) * torch.rand(n, 1, 1, 1, generator=gen))
     if noise: out = out + noise * torch.randn(out.shape, generator=gen)
+    if dropout: out = out * (torch.rand(n, 1, h, w, generator=gen) >= dropout)
     return out
 
 def two_views(X: torch.Tensor, gen: torch.Generator, **aug) -> torch.Tensor:

@@ -5,7 +5,7 @@ import torch
 import torch.nn.functional as F
 
 from paperlib.contrastive import (view_labels, CONTRASTIVE_LOSSES, contrastive_loss, supcon_loss, simclr_loss, attract_loss, repel_loss,
-                                  spread_loss, check_alpha, augment, two_views, ContrastiveCNN, train_contrastive,
+                                  spread_loss, check_alpha, augment, two_views, ContrastiveCNN, train_contrastive, ecle,
                                   head_predict, linear_probe, intra_class_cosine, centre_similarity, stratum_geometry)
 
 
@@ -107,3 +107,54 @@ def test_linear_probe_and_geometry():
     assert cs == pytest.approx([np.sqrt(.5)] * 2)
     g = stratum_geometry(np.array([[1., 0], [1, 0], [1, 0], [0, 1]]), [0, 0, 0, 0], [0, 0, 0, 1])
     assert g.set_index("stratum").centre_cos[1] < g.set_index("stratum").centre_cos[0]   # the rare stratum is farther
+
+
+def test_simclr_per_image_matches_hand_formula():
+    # 2 images in 2-D, tau 0.2: L(a) = -log(exp(s(a,p)/tau) / sum_{k != a} exp(s(a,k)/tau)), views of an image averaged
+    z = torch.tensor([[1., 0], [0, 1], [0, -1], [-1, 0]])
+    S = (z @ z.T / 0.2).numpy()
+    L = [-np.log(np.exp(S[a, (a + 2) % 4]) / sum(np.exp(S[a, k]) for k in range(4) if k != a)) for a in range(4)]
+    per = simclr_loss(z, tau=0.2, reduction="none")
+    assert per.numpy() == pytest.approx([(L[0] + L[2]) / 2, (L[1] + L[3]) / 2], abs=1e-5)
+    assert float(simclr_loss(z, tau=0.2)) == pytest.approx(float(per.mean()), abs=1e-6)
+    with pytest.raises(ValueError, match="valid reductions: mean, none"):
+        simclr_loss(z, reduction="sum")
+
+
+def test_cross_view_differs_from_full_batch():
+    # the cross-view denominator leaves out the anchor's own view: another loss than NT-Xent over all 2b views
+    z = _batch(b=5)
+    assert not torch.allclose(simclr_loss(z, cross_view=True), simclr_loss(z), atol=1e-4)
+    assert torch.allclose(simclr_loss(z, cross_view=True, reduction="none").mean(), simclr_loss(z, cross_view=True), atol=1e-6)
+
+
+def test_ecle_equals_per_batch_simclr_over_padded_batches():
+    # N = 10, batch 4: three batches of 4, 3, 3 (the last two padded); same partitions as ecle draws them
+    V = torch.randn(3, 10, 6, generator=torch.Generator().manual_seed(1))
+    rng, tot = np.random.default_rng(5), np.zeros(10)
+    for _ in range(2):
+        for part in np.array_split(rng.permutation(10), 3):
+            for r, r2 in [(0, 1), (0, 2), (1, 2)]:
+                tot[part] += simclr_loss(torch.cat([V[r][part], V[r2][part]]), tau=0.3, reduction="none").numpy()
+    assert ecle(V, tau=0.3, batch=4, partitions=2, seed=5) == pytest.approx(tot / 6, abs=1e-5)
+
+
+def test_ecle_bad_arguments_named():
+    V = torch.randn(2, 5, 3)
+    with pytest.raises(ValueError, match="R must be >= 2"):
+        ecle(V[:1])
+    with pytest.raises(ValueError, match="batch must be >= 2"):
+        ecle(V, batch=1)
+    with pytest.raises(ValueError, match="one of a single sample"):
+        ecle(V, batch=2)                     # 5 samples in 3 batches: 2, 2, 1
+
+
+def test_augment_dropout_zero_keeps_views_and_drops_pixels():
+    X = torch.rand(4, 2, 6, 6, generator=torch.Generator().manual_seed(0)) + 1
+    assert torch.equal(two_views(X, torch.Generator().manual_seed(7), dropout=0.0), two_views(X, torch.Generator().manual_seed(7)))
+    d = augment(X, torch.Generator().manual_seed(7), shift=0, brightness=None, noise=0, dropout=0.5)
+    zero = (d == 0)
+    assert torch.equal(zero[:, 0], zero[:, 1]) and zero.any() and not zero.all()
+    assert torch.equal(d[~zero], X[~zero])
+    with pytest.raises(ValueError, match=r"dropout is a probability in \[0, 1\)"):
+        augment(X, torch.Generator(), dropout=-0.1)
