@@ -15,11 +15,12 @@ import torch.nn.functional as F
 from .metric import recall_hits, cluster_nmi, uniformity_kl
 
 # %% auto #0
-__all__ = ['OVERALL', 'UPSTREAM', 'CLASSIFIERS', 'DOWNSTREAM', 'GAP_RULES', 'group_names', 'subgroup_upstream',
-           'subgroup_alignment', 'make_classifier', 'subgroup_downstream', 'fit_predict', 'subgroup_gap', 'worst_group',
-           'gap_rows', 'imbalanced_counts', 'ratio_counts', 'take_counts', 'check_shares', 'draw_attribute',
-           'class_tilted_shares', 'oversample_groups', 'DomainIndependentLR', 'attribute_probe', 'grad_reverse',
-           'xi_network', 'decorrelation', 'paired_difference', 'item_gap_values', 'item_gap_diff']
+__all__ = ['OVERALL', 'UPSTREAM', 'CLASSIFIERS', 'DOWNSTREAM', 'GAP_RULES', 'FREQUENCY_GROUPS', 'GROUPINGS', 'group_names',
+           'subgroup_upstream', 'subgroup_alignment', 'make_classifier', 'subgroup_downstream', 'fit_predict',
+           'subgroup_gap', 'worst_group', 'gap_rows', 'imbalanced_counts', 'ratio_counts', 'take_counts',
+           'exponential_counts', 'pareto_counts', 'frequency_groups', 'group_accuracy', 'check_shares',
+           'draw_attribute', 'class_tilted_shares', 'oversample_groups', 'DomainIndependentLR', 'attribute_probe',
+           'grad_reverse', 'xi_network', 'decorrelation', 'paired_difference', 'item_gap_values', 'item_gap_diff']
 
 # %% ../nbs/16_fairness.ipynb #8020f3a9
 OVERALL = "overall"
@@ -197,6 +198,65 @@ def take_counts(y, counts: Mapping, rng: np.random.Generator) -> np.ndarray:
         if n > len(idx): raise ValueError(f"class {c!r} has {len(idx)} samples, but {n} were asked for")
         out.append(perm[:n])
     return np.sort(np.concatenate(out)) if out else np.zeros(0, int)
+
+# %% ../nbs/16_fairness.ipynb #698d9d01
+def _round_half_up(x) -> np.ndarray:
+    return np.floor(np.asarray(x, dtype=float) + 0.5 + 1e-9).astype(int)   # Python's round(0.5) is 0
+
+def _profile_args(n_max: int, n_min: float, n_classes: int):
+    if n_classes < 2: raise ValueError(f"a long-tail profile needs n_classes >= 2, got {n_classes}")
+    if not 0 < n_min <= n_max: raise ValueError(f"the counts must satisfy 0 < n_min <= n_max, got n_min={n_min}, n_max={n_max}")
+    return np.arange(n_classes)
+
+def exponential_counts(n_max: int, n_classes: int, ratio: float) -> np.ndarray:
+    "Counts by rank r = 0..C-1: round(n_max ratio^(r / (C - 1))), from n_max down to n_max x ratio (0 < ratio <= 1)."
+    if not 0 < ratio <= 1: raise ValueError(f"ratio is n_min / n_max, in (0, 1], got {ratio}")
+    r = _profile_args(n_max, n_max * ratio, n_classes)
+    return _round_half_up(n_max * ratio ** (r / (n_classes - 1)))
+
+def pareto_counts(n_max: int, n_min: int, n_classes: int, alpha: float) -> np.ndarray:
+    "Counts by rank r = 0..C-1: round(n_max (1 + b r)^-alpha), b chosen so that the last rank gets n_min."
+    if not alpha > 0: raise ValueError(f"alpha must be positive, got {alpha}")
+    r = _profile_args(n_max, n_min, n_classes)
+    b = ((n_max / n_min) ** (1 / alpha) - 1) / (n_classes - 1)
+    return _round_half_up(n_max * (1 + b * r) ** -alpha)
+
+# %% ../nbs/16_fairness.ipynb #1f0f0c96
+FREQUENCY_GROUPS = ("Many", "Medium", "Few")
+GROUPINGS = ("thirds", "thresholds", "equal_mass")
+
+def frequency_groups(counts, how: str = "thirds", thresholds=(100, 20)) -> dict:
+    "{class: 'Many' | 'Medium' | 'Few'} by training count (`counts`: {class: count} or a sequence indexed by class); see GROUPINGS."
+    c = dict(counts) if isinstance(counts, Mapping) else dict(enumerate(np.asarray(counts).tolist()))
+    if how not in GROUPINGS: raise ValueError(f"unknown grouping {how!r}; valid: {', '.join(GROUPINGS)}")
+    n = np.array(list(c.values()), dtype=float)
+    if (n < 0).any() or not np.isfinite(n).all(): raise ValueError("class counts must be finite and non-negative")
+    order = np.argsort(-n, kind="stable")                 # head first, ties in the given order
+    g = np.empty(len(n), dtype=int)
+    if how == "thresholds":
+        hi, lo = thresholds
+        if lo > hi: raise ValueError(f"thresholds are (high, low) with high >= low, got {tuple(thresholds)}")
+        g = np.where(n > hi, 0, np.where(n < lo, 2, 1))
+    elif how == "thirds":
+        if len(n) < 3: raise ValueError(f"thirds needs at least 3 classes, got {len(n)}")
+        t = len(n) // 3
+        g[order] = np.where(np.arange(len(n)) < t, 0, np.where(np.arange(len(n)) >= len(n) - t, 2, 1))
+    else:
+        if n.sum() <= 0: raise ValueError("equal_mass needs a positive total count")
+        mid = np.cumsum(n[order]) - n[order] / 2
+        g[order] = np.minimum((3 * mid / n.sum()).astype(int), 2)
+    return {k: FREQUENCY_GROUPS[i] for k, i in zip(c, g)}
+
+# %% ../nbs/16_fairness.ipynb #b6a94055
+def group_accuracy(per_class_acc, groups: Mapping) -> dict:
+    "Many / Medium / Few (mean per-class accuracy of each group), All (mean over classes) and Std (ddof=0 over the three group means)."
+    a = dict(per_class_acc) if isinstance(per_class_acc, Mapping) else dict(enumerate(np.asarray(per_class_acc, dtype=float).tolist()))
+    if set(a) != set(groups):
+        raise ValueError(f"the accuracies and the groups cover different classes: only accuracies {sorted(set(a) - set(groups), key=str)}, only groups {sorted(set(groups) - set(a), key=str)}")
+    bad = sorted({v for v in groups.values() if v not in FREQUENCY_GROUPS}, key=str)
+    if bad: raise ValueError(f"unknown group(s) {bad}; valid: {', '.join(FREQUENCY_GROUPS)}")
+    means = {g: float(np.mean([a[c] for c in a if groups[c] == g])) if g in groups.values() else np.nan for g in FREQUENCY_GROUPS}
+    return dict(**means, All=float(np.mean(list(a.values()))), Std=float(np.std(list(means.values()), ddof=0)))
 
 # %% ../nbs/16_fairness.ipynb #6a9c7782
 def check_shares(shares: Mapping, tol: float = 1e-6) -> dict:

@@ -21,9 +21,10 @@ __all__ = ['LOSSES', 'CLASSIFICATION_LOSSES', 'LOSS_NAMES', 'MINERS', 'EXTRA_LOS
            'is_classification_loss', 'make_loss', 'make_miner', 'check_dml_loss', 'make_dml_loss',
            'SemihardSampledMiner', 'make_dml_miner', 'accuracy_calculator', 'retrieval_metrics', 'map_at_r',
            'r_precision', 'precision_at_1', 'map_at_r_torch', 'random_map_at_r_draws', 'random_map_at_r', 'chance_r1',
-           'knn_purity', 'recall_hits', 'recall_at_k', 'sklearn_kmeans', 'cluster_nmi', 'uniformity_kl', 'EmbeddingCNN',
-           'embed', 'Bottleneck', 'ResNet50', 'load_resnet50', 'image_input', 'crop_flip', 'batches', 'LossTerm',
-           'TrainResult', 'train_embedder', 'repeated_metrics', 'mean_std']
+           'knn_purity', 'recall_hits', 'recall_at_k', 'sklearn_kmeans', 'cluster_nmi', 'uniformity_kl',
+           'k_center_greedy', 'prototype_distance', 'EmbeddingCNN', 'embed', 'Bottleneck', 'ResNet50', 'load_resnet50',
+           'image_input', 'crop_flip', 'batches', 'LossTerm', 'TrainResult', 'train_embedder', 'repeated_metrics',
+           'mean_std']
 
 # %% ../nbs/10_metric.ipynb #a3f8d71f
 LOSSES = dict(contrastive="ContrastiveLoss", triplet="TripletMarginLoss", multi_similarity="MultiSimilarityLoss",
@@ -272,6 +273,40 @@ def uniformity_kl(embeddings, method: str = "svd") -> float:
     else: raise ValueError(f"unknown method {method!r}; valid: svd, truncated")
     s = np.sort(s)[::-1]
     return float(entropy(np.full(len(s), 1 / len(s)), s / s.sum()))
+
+# %% ../nbs/10_metric.ipynb #d880c540
+def _unit_rows(X) -> np.ndarray:
+    X = np.asarray(X.detach().cpu() if torch.is_tensor(X) else X, dtype=np.float64)
+    if X.ndim != 2: raise ValueError(f"features must be a 2-D (rows x dims) array, got shape {X.shape}")
+    return X / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1e-12)
+
+def k_center_greedy(features, initial, k: int, candidates=None) -> np.ndarray:
+    "Indices (into `features`) of k candidates picked greedily by the largest cosine distance to the nearest chosen point, starting from `initial`."
+    X = _unit_rows(features)
+    cand = np.arange(len(X)) if candidates is None else np.asarray(candidates, dtype=int)
+    if not 0 <= k <= len(cand): raise ValueError(f"k={k} picks asked for, but there are {len(cand)} candidates")
+    Xc = X[cand]
+    best = np.full(len(cand), -np.inf)                    # each candidate's largest cosine to a chosen point
+    if initial is not None and len(initial):
+        S = _unit_rows(initial)
+        if S.shape[1] != X.shape[1]: raise ValueError(f"initial has {S.shape[1]} dims, features {X.shape[1]}")
+        for s in range(0, len(S), 4096): best = np.maximum(best, (Xc @ S[s:s + 4096].T).max(1))
+    picks, taken = [], np.zeros(len(cand), bool)
+    for _ in range(k):
+        u = int(np.argmin(np.where(taken, np.inf, best)))   # smallest max-cosine = largest min-distance
+        picks.append(u); taken[u] = True
+        best = np.maximum(best, Xc @ Xc[u])
+    return cand[np.array(picks, dtype=int)]
+
+# %% ../nbs/10_metric.ipynb #64c6ec81
+def prototype_distance(seed_features, pool_features, k: int = 10, seed: int = 0) -> np.ndarray:
+    "Per pool row, 1 - the largest cosine to the k re-normalised K-Means centroids of the L2-normalised seed features."
+    from sklearn.cluster import KMeans
+    S, X = _unit_rows(seed_features), _unit_rows(pool_features)
+    if not 1 <= k <= len(S): raise ValueError(f"k={k} prototypes asked for, but there are {len(S)} seed rows")
+    if S.shape[1] != X.shape[1]: raise ValueError(f"seed features have {S.shape[1]} dims, pool features {X.shape[1]}")
+    C = _unit_rows(KMeans(k, n_init=10, random_state=seed).fit(S).cluster_centers_)
+    return 1 - (X @ C.T).max(1)
 
 # %% ../nbs/10_metric.ipynb #e943c755
 class EmbeddingCNN(nn.Module):
