@@ -30,7 +30,7 @@ __all__ = ['REGISTRY', 'DAGM_FOLDER', 'PCB_FOLDER', 'PLAIN_FOLDER', 'DAGM_CLASSE
            'scan_morphs', 'load_embeddings', 'read_powertac_counterfactuals', 'write_tiny_powertac', 'read_powertac',
            'read_labelled_csv', 'read_lines', 'read_salient_facts', 'read_minority_tasks', 'check_class_range',
            'tiny_image', 'cub_home', 'read_cub', 'write_tiny_cub', 'read_cars', 'write_tiny_cars', 'read_table_after',
-           'ita_category', 'patch_ita', 'read_celeba', 'write_tiny_celeba', 'read_lfw', 'write_tiny_lfw', 'load_images',
+           'ita_category', 'patch_ita', 'read_celeba', 'write_tiny_celeba', 'read_lfw', 'write_tiny_lfw',
            'split_within_classes', 'subsample_classes']
 
 # %% ../nbs/24_datasets.ipynb #f9fe6ab5
@@ -1051,19 +1051,6 @@ LFW_BREAKAGES = (
 )
 LFW = register_dataset(Dataset("lfw", "Labeled Faces in the Wild with Kumar et al.'s attribute scores", check=read_lfw,
                                write_tiny=write_tiny_lfw, breakages=LFW_BREAKAGES))
-
-# %% ../nbs/24_datasets.ipynb #06edefbc
-def load_images(paths, size: int) -> tuple[torch.Tensor, list]:
-    "(N x 3 x size x size uint8 tensor of the decodable images, the indices that could not be decoded)."
-    import torch
-    from PIL import Image, UnidentifiedImageError
-    out, bad = [], []
-    for i, p in enumerate(paths):
-        try:
-            with Image.open(p) as im: out.append(np.asarray(im.convert("RGB").resize((size, size), Image.BILINEAR), np.uint8))
-        except (UnidentifiedImageError, OSError): bad.append(i)
-    if not out: raise DataError(f"no decodable image among the {len(paths)} listed (first: {paths[0] if len(paths) else None})")
-    return torch.from_numpy(np.stack(out)).permute(0, 3, 1, 2).contiguous(), bad
 
 # %% ../nbs/24_datasets.ipynb #bf5efd36
 def split_within_classes(labels, seed: int = 0, min_per_class: int = 4) -> tuple[np.ndarray, np.ndarray]:

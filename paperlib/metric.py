@@ -17,14 +17,13 @@ from .data import DataError
 
 # %% auto #0
 __all__ = ['LOSSES', 'CLASSIFICATION_LOSSES', 'LOSS_NAMES', 'MINERS', 'EXTRA_LOSSES', 'DML_LOSSES', 'DML_LOSS_NAMES',
-           'MARGIN_DEFAULTS', 'EXTRA_MINERS', 'RETRIEVAL_METRICS', 'METRIC_SHORT', 'NORM', 'check_loss',
+           'MARGIN_DEFAULTS', 'EXTRA_MINERS', 'RETRIEVAL_METRICS', 'METRIC_SHORT', 'check_loss',
            'is_classification_loss', 'make_loss', 'make_miner', 'check_dml_loss', 'make_dml_loss',
            'SemihardSampledMiner', 'make_dml_miner', 'accuracy_calculator', 'retrieval_metrics', 'map_at_r',
            'r_precision', 'precision_at_1', 'map_at_r_torch', 'random_map_at_r_draws', 'random_map_at_r', 'chance_r1',
            'knn_purity', 'recall_hits', 'recall_at_k', 'sklearn_kmeans', 'cluster_nmi', 'uniformity_kl',
-           'k_center_greedy', 'prototype_distance', 'EmbeddingCNN', 'embed', 'Bottleneck', 'ResNet50', 'load_resnet50',
-           'image_input', 'crop_flip', 'batches', 'LossTerm', 'TrainResult', 'train_embedder', 'repeated_metrics',
-           'mean_std']
+           'k_center_greedy', 'prototype_distance', 'EmbeddingCNN', 'embed', 'batches', 'LossTerm', 'TrainResult',
+           'train_embedder', 'repeated_metrics', 'mean_std']
 
 # %% ../nbs/10_metric.ipynb #a3f8d71f
 LOSSES = dict(contrastive="ContrastiveLoss", triplet="TripletMarginLoss", multi_similarity="MultiSimilarityLoss",
@@ -331,94 +330,6 @@ def embed(model: nn.Module, X, device="cpu", batch_size: int = 512) -> torch.Ten
     model.to(device).eval()        # a model rebuilt from a state dict lives on the CPU: it would meet GPU inputs
     X = _as_tensor(X)
     return torch.cat([model(X[s:s + batch_size].to(device)).cpu() for s in range(0, len(X), batch_size)])
-
-# %% ../nbs/10_metric.ipynb #e88749cb
-class Bottleneck(nn.Module):
-    expansion = 4
-    def __init__(self, cin: int, width: int, stride: int = 1):
-        super().__init__()
-        cout = width * 4
-        self.conv1, self.bn1 = nn.Conv2d(cin, width, 1, bias=False), nn.BatchNorm2d(width)
-        self.conv2, self.bn2 = nn.Conv2d(width, width, 3, stride, 1, bias=False), nn.BatchNorm2d(width)
-        self.conv3, self.bn3 = nn.Conv2d(width, cout, 1, bias=False), nn.BatchNorm2d(cout)
-        self.relu = nn.ReLU(inplace=True)
-        self.downsample = (nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
-                           if stride != 1 or cin != cout else None)
-
-    def forward(self, x):
-        out = self.relu(self.bn1(self.conv1(x)))
-        out = self.relu(self.bn2(self.conv2(out)))
-        out = self.bn3(self.conv3(out))
-        return self.relu(out + (self.downsample(x) if self.downsample is not None else x))
-
-class ResNet50(nn.Module):
-    "ResNet-50 (torchvision's layout and names) without `fc`; frozen batch-norm; forward gives the 2048-d pooled features."
-    def __init__(self):
-        super().__init__()
-        self.conv1, self.bn1 = nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64)
-        self.relu, self.maxpool = nn.ReLU(inplace=True), nn.MaxPool2d(3, 2, 1)
-        cin, layers = 64, []
-        for width, blocks, stride in ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)):
-            seq = []
-            for b in range(blocks):
-                seq.append(Bottleneck(cin, width, stride if b == 0 else 1)); cin = width * 4
-            layers.append(nn.Sequential(*seq))
-        self.layer1, self.layer2, self.layer3, self.layer4 = layers
-        self.avgpool = nn.AdaptiveAvgPool2d(1)
-        for m in self.modules():
-            if isinstance(m, nn.BatchNorm2d):
-                for p in m.parameters(): p.requires_grad_(False)
-
-    def train(self, mode: bool = True):
-        super().train(mode)
-        for m in self.modules():
-            if isinstance(m, nn.BatchNorm2d): m.eval()           # frozen batch-norm
-        return self
-
-    def forward(self, x):
-        x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
-        x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
-        return self.avgpool(x).flatten(1)
-
-# %% ../nbs/10_metric.ipynb #243b1277
-def load_resnet50(path) -> ResNet50:
-    "A ResNet50 with the ImageNet weights of `path` (torchvision names; `fc.*` ignored); anything else missing is an error."
-    net = ResNet50()
-    try: state = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as e: raise DataError(f"{path}: cannot read a state dict with weights_only=True ({type(e).__name__}: {e})") from None
-    if isinstance(state, dict) and "state_dict" in state: state = state["state_dict"]
-    state = {k.removeprefix("module."): v for k, v in state.items() if not k.removeprefix("module.").startswith("fc.")}
-    try: missing, unexpected = net.load_state_dict(state, strict=False)
-    except RuntimeError as e:
-        raise DataError(f"{path}: not a ResNet-50 state dict with torchvision's names ({str(e).splitlines()[-1].strip()})") from None
-    if missing or unexpected:
-        raise DataError(f"{path}: not a ResNet-50 state dict with torchvision's names (missing {missing[:3]}, unexpected {unexpected[:3]})")
-    return net
-
-# %% ../nbs/10_metric.ipynb #d8716841
-NORM = dict(imagenet=((0.485, 0.456, 0.406), (0.229, 0.224, 0.225)), half=((0.5,) * 3, (0.5,) * 3))
-
-def image_input(norm: str, crop: int):
-    "The network's input function: uint8 (or 0-255 float) images -> centre crop `crop` -> normalised floats."
-    mean, std = (torch.tensor(v).view(1, 3, 1, 1) for v in NORM[norm])
-    def fn(x):
-        x = x.float()
-        if x.shape[-1] > crop:
-            o = (x.shape[-1] - crop) // 2
-            x = x[..., o:o + crop, o:o + crop]
-        return (x / 255 - mean.to(x.device)) / std.to(x.device)
-    return fn
-
-def crop_flip(crop: int):
-    "A training transform: a random crop of size `crop` (then the input function leaves it) and a random horizontal flip."
-    def fn(xb, idx, gen):
-        n, side = len(xb), xb.shape[-1]
-        off = torch.randint(0, side - crop + 1, (n, 2), generator=gen)
-        flip = torch.rand(n, generator=gen) < 0.5
-        out = torch.stack([xb[i, :, off[i, 0]:off[i, 0] + crop, off[i, 1]:off[i, 1] + crop] for i in range(n)])
-        out[flip] = out[flip].flip(-1)
-        return out
-    return fn
 
 # %% ../nbs/10_metric.ipynb #561bac1b
 def batches(labels, batch_size: int = 32, m: int = 4, seed: int = 0):

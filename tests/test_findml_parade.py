@@ -12,7 +12,8 @@ import torch
 from paperlib.data import DataError
 from paperlib.datasets import (CUB as CUB_DATASET, CARS, CELEBA, LFW, write_tiny_cub, write_tiny_cars, write_tiny_celeba, write_tiny_lfw,
                                read_celeba as load_celeba, read_lfw as load_lfw, LFW_RACES, ita_category)
-from paperlib.metric import ResNet50, load_resnet50, chance_r1, knn_purity
+from paperlib.images import ResNet50, load_resnet50
+from paperlib.metric import chance_r1, knn_purity
 from paperlib.fairness import subgroup_gap, check_shares, item_gap_values, item_gap_diff, gap_rows
 from paperlib.stats import paired_family, trend_test
 from paperlib.metric import train_embedder

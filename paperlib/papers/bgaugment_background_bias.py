@@ -15,6 +15,7 @@ import torch.nn.functional as F
 
 from ..data import DataError, DataSource, Column, Layout, read_index, fingerprint_real
 from ..datasets import Dataset, register_dataset, read_cub, read_cars, cub_home, check_class_range, write_tiny_cub
+from ..images import bundled_photo
 from ..metric import (LOSSES, LOSS_NAMES, check_loss, is_classification_loss, EmbeddingCNN, embed,
                              retrieval_metrics, map_at_r, map_at_r_torch, random_map_at_r, random_map_at_r_draws, train_embedder, mean_std)
 from ..stats import correct_pvalues, beats, not_worse
@@ -229,19 +230,6 @@ B_TRAIN_PHOTOS = ("gravel.png", "moon.png", "page.png", "text.png", "cell.png", 
 B_TEST_PHOTOS = ("astronaut.png", "brick.png", "camera.png", "chelsea.png", "coffee.png", "coins.png", "grass.png",
                  "hubble_deep_field.jpg", "motorcycle_left.png", "retina.jpg", "rocket.jpg", "sklearn:china.jpg")
 
-def _bundled_photo(name: str) -> np.ndarray:
-    "An RGB float [0, 1] or grayscale photo from the scikit-image / scikit-learn wheel."
-    from PIL import Image
-    if name.startswith("sklearn:"):
-        from sklearn.datasets import load_sample_image
-        return load_sample_image(name.split(":", 1)[1]).astype(np.float32) / 255
-    import skimage.data
-    path = Path(skimage.data.__file__).parent / name
-    if not path.exists(): raise FileNotFoundError(f"{path}: not in this scikit-image wheel")
-    a = np.asarray(Image.open(path)).astype(np.float32)
-    a = a / (255 if a.max() > 1 else 1)
-    return a[..., :3] if a.ndim == 3 else a
-
 def _patch(a, rng, size):
     from PIL import Image
     if a.ndim == 2: a = a[..., None] * rng.uniform(0.3, 1.0, 3)[None, None]    # a grey photo gets a random tint
@@ -256,7 +244,7 @@ def background_bank(which: str, n: int = 100, size: int = 64, seed: int = 0) -> 
     "`n` fixed photo patches (n x 3 x size x size) for bank 'train' (B_train) or 'test' (B_test)."
     if which not in ("train", "test"): raise ValueError(f"unknown bank {which!r}; valid: train, test")
     rng = np.random.default_rng([seed, 11, which == "test"])
-    photos = [_bundled_photo(p) for p in (B_TRAIN_PHOTOS if which == "train" else B_TEST_PHOTOS)]
+    photos = [bundled_photo(p) for p in (B_TRAIN_PHOTOS if which == "train" else B_TEST_PHOTOS)]
     sources = [(k, None) for k in range(len(photos))]
     if which == "train":
         import skimage.data

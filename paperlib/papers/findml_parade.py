@@ -16,10 +16,10 @@ import torch.nn.functional as F
 
 from ..data import DataError, DataSource, Column, Layout, read_table, fingerprint_real, cache_dir
 from ..datasets import (Dataset, register_dataset, read_cub, read_cars, cub_home, read_celeba, read_lfw, LFW_RACES,
-                               load_images, split_within_classes, subsample_classes)
+                               split_within_classes, subsample_classes)
+from ..images import load_images, ResNet50, load_resnet50, image_input, crop_flip
 from ..metric import (DML_LOSS_NAMES, check_dml_loss, make_dml_loss, make_dml_miner, train_embedder, LossTerm, embed,
-                             batches, mean_std, recall_hits, ResNet50, load_resnet50, image_input, crop_flip,
-                             chance_r1, knn_purity)
+                             batches, mean_std, recall_hits, chance_r1, knn_purity)
 from ..fairness import (OVERALL, subgroup_upstream, subgroup_downstream, subgroup_alignment, subgroup_gap,
                                worst_group, fit_predict, CLASSIFIERS, imbalanced_counts, ratio_counts, take_counts,
                                check_shares, draw_attribute, class_tilted_shares, oversample_groups,
