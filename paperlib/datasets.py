@@ -4,7 +4,8 @@
 
 # %% ../nbs/24_datasets.ipynb #714b8a60
 from __future__ import annotations
-import importlib, re, shutil
+import importlib, json, re, shutil, tempfile, warnings
+import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from collections.abc import Callable
 from pathlib import Path
@@ -12,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .data import DataError, Column, Layout, read_table, read_tables, read_mat_records, fingerprint_real, cache_dir
+from .data import DataError, Column, Layout, read_table, read_tables, read_index, read_mat_records, fingerprint_real, cache_dir
 
 # %% auto #0
 __all__ = ['REGISTRY', 'DAGM_FOLDER', 'PCB_FOLDER', 'PLAIN_FOLDER', 'DAGM_CLASSES', 'PCB_TYPES', 'PCB_TEST_SHARE', 'DAGM_COLUMNS',
@@ -132,10 +133,6 @@ def folder_status(data_root, slugs) -> list[dict]:
     return out
 
 # %% ../nbs/24_datasets.ipynb #109166e2
-import tempfile, warnings
-import xml.etree.ElementTree as ET
-from .data import read_table
-
 DAGM_FOLDER, PCB_FOLDER, PLAIN_FOLDER = "DAGM2007", "PCB_DATASET", "small_defects"
 DAGM_CLASSES = {8: "Dagm-1", 9: "Dagm-2"}
 PCB_TYPES = ("Missing_hole", "Mouse_bite", "Open_circuit", "Short", "Spur", "Spurious_copper")
@@ -317,8 +314,6 @@ register_dataset(Dataset(PCB_FOLDER, "the PKU-Market-PCB defects: six defect typ
 register_dataset(Dataset(PLAIN_FOLDER, "any small-defect set as images, masks and a split", (PLAIN_LAYOUT,)))
 
 # %% ../nbs/24_datasets.ipynb #a3d4dffc
-from .data import read_index
-
 STSB_FILES = dict(test="sts-test.csv", train="sts-train.csv", dev="sts-dev.csv")
 STSB_SV_FILES = dict(test="test-sv.tsv", train="train-sv.tsv", dev="dev-sv.tsv")
 STSB_COLUMNS = [Column("genre"), Column("file"), Column("year"), Column("id"),
@@ -352,8 +347,6 @@ register_dataset(Dataset("stsb", "the English STS benchmark (GLUE's STS-B, tab-s
 register_dataset(Dataset("stsb_sv", "the machine-translated Swedish STS-B", tuple(STSB_SV_LAYOUTS.values())))
 
 # %% ../nbs/24_datasets.ipynb #497208a3
-import json
-
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
 TOKENIZER_FILES = ("tokenizer.json", "spiece.model")
 MODEL_FOLDERS = tuple(f"{m}-{s}" for m in ("t5", "mt5") for s in ("small", "base", "large"))
@@ -379,8 +372,6 @@ def _check_models(folder):
 register_dataset(Dataset("models", "the Hugging Face snapshots of the studied models", check=_check_models))
 
 # %% ../nbs/24_datasets.ipynb #d24fbf65
-import re
-
 FEAT_FOLDER = "feat_face_bias"
 EMBEDDING_INDEX = Layout(
     "FEAT embeddings index", "one row per image whose embeddings are given: its path under the dataset folder",
@@ -487,8 +478,6 @@ def load_embeddings(root, models) -> dict:
     return out
 
 # %% ../nbs/24_datasets.ipynb #71e203d4
-from .data import read_index     # PowerTAC's tables are read one by one, each with its own checks
-
 POWERTAC_HOURS = [f"h{h:02d}" for h in range(24)]
 # consumer_meta.csv column -> (tariff_ood's simulator's name for the attribute, kind): the paper's Table 1 rows
 POWERTAC_META = dict(sub_consumers=("n_sub", "int"), working_days=("work_days", "int"), work_start=("start", "int"),
@@ -683,8 +672,6 @@ def read_powertac(root) -> dict:
                 days=days, E=E, alloc=alloc, meta=meta)
 
 # %% ../nbs/24_datasets.ipynb #52980d1e
-from .data import read_table     # the labelled CSVs are read with the columns their header has
-
 SALIENT_FOLDER, TASKS_FOLDER = "salient_facts", "minority_tasks"
 SALIENT_REASONS = ("noquantity", "personal", "common", "noattribute", "incomplete", "sentimental", "invalid", "irrelevant")
 MINORITY_TASKS = ("SUGG", "HOTEL", "SENT", "PARA")

@@ -4,7 +4,7 @@
 
 # %% ../nbs/18_text.ipynb #5423a8f8
 from __future__ import annotations
-import os, hashlib
+import os, re, hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -13,6 +13,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1"); os.environ.setdefault("TRANSFORMER
 import numpy as np
 import pandas as pd
 from scipy import sparse
+
+from .datasets import check_snapshot
 
 # %% auto #0
 __all__ = ['T5_STSB', 'minilm_path', 'load_minilm', 'load_wordpiece', 'wordpieces', 'is_single_piece', 'word_span', 'piece_index',
@@ -53,8 +55,6 @@ def is_single_piece(tok, word: str) -> bool:
     return len(wordpieces(tok, word)) == 1
 
 # %% ../nbs/18_text.ipynb #e48cd7c3
-import re
-
 def word_span(sentence: str, word: str) -> tuple[int, int]:
     "Character span of the first whole-word, case-insensitive occurrence of `word` in `sentence`."
     m = re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", sentence, flags=re.IGNORECASE)
@@ -100,8 +100,6 @@ def contextual_embeddings(encoder, tokenizer, sentences, targets, layers=None, b
     return dict(sentence=sent, word=word, n_pieces=n_pieces, layers=use)
 
 # %% ../nbs/18_text.ipynb #39f10b8a
-from .datasets import check_snapshot
-
 T5_STSB = "stsb sentence1: {a} sentence2: {b}"      # T5's multi-task prefix for STS-B
 
 def load_seq2seq(folder, device: str = "cpu", dtype=None):
