@@ -25,14 +25,18 @@ __all__ = ['REGISTRY', 'DAGM_FOLDER', 'PCB_FOLDER', 'PLAIN_FOLDER', 'DAGM_CLASSE
            'TASK_LAYOUT', 'SALIENT', 'MINORITY', 'CUB_IMAGES_TXT', 'CUB_LABELS_TXT', 'CUB_LAYOUTS', 'CUB_BREAKAGES',
            'CUB', 'CARS_BREAKAGES', 'CARS', 'ITA_BINS', 'CELEBA_IDS', 'CELEBA_MARKS', 'CELEBA_IDS_LAYOUT',
            'CELEBA_SKIN', 'CELEBA_BREAKAGES', 'CELEBA', 'LFW_RACES', 'LFW_ATTRS', 'LFW_TINY_RACES', 'LFW_BREAKAGES',
-           'LFW', 'Dataset', 'register_dataset', 'get_dataset', 'find_folder', 'dataset_folders', 'folder_status',
-           'read_image', 'resize_image', 'load_dagm', 'read_voc_boxes', 'load_pcb', 'load_plain', 'read_stsb',
-           'read_stsb_sv', 'check_snapshot', 'parse_utkface', 'skipped_note', 'scan_utkface', 'scan_attributes',
-           'scan_morphs', 'load_embeddings', 'read_powertac_counterfactuals', 'write_tiny_powertac', 'read_powertac',
-           'read_labelled_csv', 'read_lines', 'read_salient_facts', 'read_minority_tasks', 'check_class_range',
-           'tiny_image', 'cub_home', 'read_cub', 'write_tiny_cub', 'read_cars', 'write_tiny_cars', 'read_table_after',
-           'ita_category', 'patch_ita', 'read_celeba', 'write_tiny_celeba', 'read_lfw', 'write_tiny_lfw',
-           'split_within_classes', 'subsample_classes']
+           'LFW', 'IMNET_FOLDER', 'IMNET_SPLITS_FOLDER', 'PLACES_FOLDER', 'IMNET_IN100_KEYS', 'IMAGENET_LT_LISTS',
+           'IMNET_TINY_WNIDS', 'IMNET_TINY_RGB', 'PLACES_TINY_SCENES', 'IMAGENET_LT_BREAKAGES', 'IMAGENET_BREAKAGES',
+           'PLACES_BREAKAGES', 'IMAGENET', 'IMAGENET_LT', 'PLACES', 'Dataset', 'register_dataset', 'get_dataset',
+           'find_folder', 'dataset_folders', 'folder_status', 'read_image', 'resize_image', 'load_dagm',
+           'read_voc_boxes', 'load_pcb', 'load_plain', 'read_stsb', 'read_stsb_sv', 'check_snapshot', 'parse_utkface',
+           'skipped_note', 'scan_utkface', 'scan_attributes', 'scan_morphs', 'load_embeddings',
+           'read_powertac_counterfactuals', 'write_tiny_powertac', 'read_powertac', 'read_labelled_csv', 'read_lines',
+           'read_salient_facts', 'read_minority_tasks', 'check_class_range', 'tiny_image', 'cub_home', 'read_cub',
+           'write_tiny_cub', 'read_cars', 'write_tiny_cars', 'read_table_after', 'ita_category', 'patch_ita',
+           'read_celeba', 'write_tiny_celeba', 'read_lfw', 'write_tiny_lfw', 'write_tiny_imagenet', 'write_tiny_places',
+           'write_tiny_imagenet_lt', 'read_imagenet_lt', 'check_imagenet', 'check_places', 'judge_imagenet_lt',
+           'write_tiny_imagenet_lt_splits', 'split_within_classes', 'subsample_classes']
 
 # %% ../nbs/24_datasets.ipynb #f9fe6ab5
 @dataclass(eq=False)
@@ -1038,6 +1042,167 @@ LFW_BREAKAGES = (
 )
 LFW = register_dataset(Dataset("lfw", "Labeled Faces in the Wild with Kumar et al.'s attribute scores", check=read_lfw,
                                write_tiny=write_tiny_lfw, breakages=LFW_BREAKAGES))
+
+# %% ../nbs/24_datasets.ipynb #3246fb70
+IMNET_FOLDER, IMNET_SPLITS_FOLDER, PLACES_FOLDER = "imagenet", "imagenet_lt_splits", "places365"
+IMNET_IN100_KEYS = ("seed", "train", "test", "val", "fewshot")          # the lists whose labels are class indices 0-99
+_LT_PATH = Column("path", doc="image path relative to `imagenet/`, e.g. `train/n01440764/n01440764_10026.JPEG`")
+_LT_LABEL = Column("label", kind="int", doc="class index 0-99 in the imagenet-100 lists; the list's own number in the pools")
+_MIX_PATH = Column("path", doc="image path relative to `imagenet/` or `places365/`, as `source` says")
+_MIX_SOURCE = Column("source", choices=("imagenet", "places"), doc="the folder the path is relative to")
+
+def _lt_list(name, index, description, required=True, mix=False) -> Layout:
+    return Layout(name, description, [_MIX_PATH, _LT_LABEL, _MIX_SOURCE] if mix else [_LT_PATH, _LT_LABEL], index=index,
+                  folder=IMNET_SPLITS_FOLDER, sep=None, header=False, required=required,
+                  files=() if mix else ("path", f"../{IMNET_FOLDER}"))     # a mix path's folder depends on its source
+
+IMAGENET_LT_LISTS = dict(
+    seed=_lt_list("ImageNet-100-LT seed list", "imagenet-100/imageNet_100_LT_train.txt",
+                  "the long-tailed seed set the encoder is pre-trained on and MAK samples for"),
+    train=_lt_list("ImageNet-100 train list", "imagenet-100/ImageNet_100_train.txt",
+                   "the balanced train images of the 100 classes, the linear probe's labels"),
+    test=_lt_list("ImageNet-100 test list", "imagenet-100/ImageNet_100_test.txt", "the balanced test images the accuracies are on"),
+    val=_lt_list("ImageNet-100 val list", "imagenet-100/ImageNet_100_val.txt", "balanced validation images", required=False),
+    fewshot=_lt_list("ImageNet-100 1% list", "imagenet-100/imageNet_100_sub_balance_train_0.01.txt",
+                     "a balanced 1 % subset of train, the few-shot probe's labels", required=False),
+    in900=_lt_list("ImageNet-900 pool list", "imagenet-900/ImageNet_900_train.txt",
+                   "the train images of the other 900 classes, the IN900 sampling pool"),
+    mix=_lt_list("ImageNet-Places mix list", "imagenet-places-mix/imageNet_200_places_200_mix.txt",
+                 "ImageNet and Places365 images, the IPM sampling pool", required=False, mix=True))
+
+# %% ../nbs/24_datasets.ipynb #c5e6c73c
+IMNET_TINY_WNIDS = ("n01440764", "n01443537", "n01484850", "n01491361", "n01494475", "n01496331")
+IMNET_TINY_RGB = ((210, 40, 40), (40, 190, 40), (40, 60, 210), (220, 200, 40), (190, 40, 190), (40, 190, 200))
+PLACES_TINY_SCENES = ("a/airfield", "b/bakery")
+
+def write_tiny_imagenet(folder, per_class: int = 12) -> dict:
+    "Tiny ImageNet train images `train/<wnid>/<wnid>_<i>.JPEG` (16x16, one colour per wnid) under `folder`: {wnid: relative paths}."
+    out = {}
+    for k, w in enumerate(IMNET_TINY_WNIDS):
+        out[w] = [f"train/{w}/{w}_{i}.JPEG" for i in range(per_class)]
+        for i, rel in enumerate(out[w]): tiny_image(Path(folder) / rel, IMNET_TINY_RGB[k], 1000 * k + i, size=(16, 16))
+    return out
+
+def write_tiny_places(folder, per_scene: int = 3) -> list:
+    "Tiny Places365 images `<letter>/<scene>/<n>.jpg` (16x16) under `folder`: their relative paths."
+    rels = [f"{s}/{i:08d}.jpg" for s in PLACES_TINY_SCENES for i in range(1, per_scene + 1)]
+    for i, rel in enumerate(rels): tiny_image(Path(folder) / rel, (90 + 80 * (i // per_scene), 150, 90), 5000 + i, size=(16, 16))
+    return rels
+
+def write_tiny_imagenet_lt(data_root) -> Path:
+    """`imagenet/`, `imagenet_lt_splits/` and `places365/` in the real layout under `data_root`: the seed has 8, 4, 2 images
+    of wnids 0-2, train 6 each (the seed's first ones), test 4 each (others), the 1 % list 2 each; the IN900 pool 6 each
+    of wnids 3-5 and one file that is not a JPEG; the mix 6 ImageNet lines (wnids 3-5) and 6 Places lines."""
+    root, w = Path(data_root), IMNET_TINY_WNIDS
+    im = write_tiny_imagenet(root / IMNET_FOLDER)
+    broken = f"train/{w[5]}/{w[5]}_broken.JPEG"
+    (root / IMNET_FOLDER / broken).write_bytes(b"not a jpeg")        # on disk, so the lists accept it; load_images skips it
+    places = write_tiny_places(root / PLACES_FOLDER)
+    rows = lambda classes, idx: [(im[w[c]][i], c) for c in classes for i in idx]
+    lists = dict(seed=[(im[w[c]][i], c) for c, n in enumerate((8, 4, 2)) for i in range(n)], train=rows(range(3), range(6)),
+                 test=rows(range(3), range(8, 12)), fewshot=rows(range(3), range(2)),
+                 in900=rows(range(3, 6), range(6)) + [(broken, 5)],
+                 mix=[(*r, "imagenet") for r in rows(range(3, 6), range(6, 8))] + [(p, 100 + i // 3, "places") for i, p in enumerate(places)])
+    for key, rs in lists.items():
+        p = root / IMNET_SPLITS_FOLDER / IMAGENET_LT_LISTS[key].index
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text("".join(" ".join(map(str, r)) + "\n" for r in rs))
+    return root
+
+# %% ../nbs/24_datasets.ipynb #582f4e53
+def _imagenet_lt_tables(root: Path) -> dict:
+    "{layout name: table} of the lists present under `root/imagenet_lt_splits/`, every listed ImageNet image on disk."
+    splits, images = root / IMNET_SPLITS_FOLDER, root / IMNET_FOLDER
+    for folder, what in ((splits, "the MAK/SDCLR split lists"), (images, "the ImageNet images the lists name, train/<wnid>/...")):
+        if not folder.is_dir(): raise DataError(f"missing folder {folder} ({what})")
+    for l in IMAGENET_LT_LISTS.values():
+        if l.required and not (splits / l.index).is_file():
+            raise DataError(f"missing file {splits / l.index}: the {l.name}, {l.description}, is required")
+    try: return read_tables(splits, list(IMAGENET_LT_LISTS.values()))[0]
+    except DataError as e:                 # the layouts' file base is ../imagenet: name the image by its own folder
+        raise DataError(str(e).replace(str(splits / ".." / IMNET_FOLDER), str(images))) from None
+
+def _imagenet_lt_frame(root: Path, layout: Layout, t: pd.DataFrame) -> pd.DataFrame:
+    source = t.source.to_numpy(dtype=object) if "source" in t else np.full(len(t), "imagenet", dtype=object)
+    base = np.where(source == "places", str(root / PLACES_FOLDER), str(root / IMNET_FOLDER))
+    table = root / IMNET_SPLITS_FOLDER / layout.index
+    df = pd.DataFrame(dict(path=[f"{b}/{p}" for b, p in zip(base, t.path)], label=t.label.to_numpy(), source=source,
+                           table=str(table), line=t.attrs["lines"]))
+    df.attrs.update(lines=t.attrs["lines"], tables=[table])
+    return df
+
+def read_imagenet_lt(root) -> dict[str, pd.DataFrame]:
+    """The ImageNet-LT lists of the data root `root` (`imagenet_lt_splits/`, `imagenet/`, `places365/` for the mix's Places
+    lines), checked: {key: frame (path, label, source, table, line)} for seed, train, test, in900 and, when present, val,
+    fewshot, mix. Labels of the imagenet-100 lists are 0-99, and the seed's classes are among the test list's."""
+    root = Path(root).absolute()
+    tabs, out = _imagenet_lt_tables(root), {}
+    for key, l in IMAGENET_LT_LISTS.items():
+        if l.name not in tabs: continue
+        if key in IMNET_IN100_KEYS: check_class_range(tabs[l.name], root / IMNET_SPLITS_FOLDER / l.index, 0, 99, col="label")
+        out[key] = _imagenet_lt_frame(root, l, tabs[l.name])
+    if "mix" in out:
+        m = out["mix"]
+        if (m.source == "places").any() and not (root / PLACES_FOLDER).is_dir():
+            raise DataError(f"missing folder {root / PLACES_FOLDER}: {m.table[0]} names Places365 images, relative to it")
+        _check_files(m.path, m.table[0], m.line)
+    seed, test = out["seed"], out["test"]
+    extra = sorted(set(seed.label) - set(test.label))
+    if extra: raise DataError(f"{seed.table[0]}: the seed's classes {extra[:5]} have no image in {test.table[0]}; "
+                              "the seed's classes must be among the test list's")
+    return out
+
+# %% ../nbs/24_datasets.ipynb #0c1c1049
+def check_imagenet(folder) -> Path:
+    "A DataError unless `folder` has `train/<wnid>/` (a quick look; the lists' reader checks each image it names)."
+    train = Path(folder) / "train"
+    if not train.is_dir(): raise DataError(f"missing folder {train} (ImageNet's train images, train/<wnid>/<file>.JPEG)")
+    if next((p for p in train.iterdir() if p.is_dir() and re.fullmatch(r"n\d{8}", p.name)), None) is None:
+        raise DataError(f"{train}: no class folder named by a WordNet id (n and 8 digits, e.g. n01440764)")
+    return Path(folder)
+
+def check_places(folder) -> Path:
+    "A DataError unless `folder` holds an image file (a quick look; the mix list's reader checks each image it names)."
+    if next((p for p in Path(folder).rglob("*") if p.suffix.lower() in (".jpg", ".jpeg", ".png")), None) is None:
+        raise DataError(f"{folder}: no image file (.jpg, .jpeg, .png); Places365's scene images, e.g. a/airfield/00000001.jpg")
+    return Path(folder)
+
+def judge_imagenet_lt(folder) -> dict:
+    "read_imagenet_lt of the data root holding the split-list folder `folder`."
+    return read_imagenet_lt(Path(folder).parent)
+
+def write_tiny_imagenet_lt_splits(folder) -> Path:
+    "write_tiny_imagenet_lt of the data root holding the split-list folder `folder` (its siblings are written too)."
+    return write_tiny_imagenet_lt(Path(folder).parent)
+
+def _lt_unlink(rel): return lambda folder: (Path(folder).parent / rel).unlink()
+_LT, _W0 = {k: l.index for k, l in IMAGENET_LT_LISTS.items()}, IMNET_TINY_WNIDS[0]
+
+IMAGENET_LT_BREAKAGES = (
+    ("listed image missing", _lt_unlink(f"{IMNET_FOLDER}/train/{_W0}/{_W0}_3.JPEG"), "imageNet_100_LT_train.txt, row 4, column 'path': missing file"),
+    ("label not a number", _edit(_LT["test"], lambda l: [l[0].split()[0] + " x"] + l[1:]), "ImageNet_100_test.txt, row 1, column 'label': 'x' is not a valid int"),
+    ("label out of range", _edit(_LT["seed"], lambda l: l[:2] + [l[2].split()[0] + " 100"] + l[3:]),
+     "imageNet_100_LT_train.txt, row 3, column 'label': 100 is not a class number (0-99)"),
+    ("required list missing", lambda f: (Path(f) / _LT["in900"]).unlink(), "ImageNet_900_train.txt: the ImageNet-900 pool list, the train images of the other 900"),
+    ("bad source", _edit(_LT["mix"], lambda l: [l[0].rsplit(" ", 1)[0] + " flickr"] + l[1:]),
+     "imageNet_200_places_200_mix.txt, row 1, column 'source': 'flickr' is not one of the valid values (imagenet, places)"),
+    ("places image missing", _lt_unlink(f"{PLACES_FOLDER}/b/bakery/00000003.jpg"), "imageNet_200_places_200_mix.txt, row 12, column 'path': missing image file"),
+    ("no places365 folder", lambda f: shutil.rmtree(Path(f).parent / PLACES_FOLDER), "names Places365 images, relative to it"),
+    ("seed class not in test", _edit(_LT["test"], lambda l: l[:8]), "the seed's classes [2] have no image in"),
+    ("line with one field", _edit(_LT["train"], lambda l: l[:1] + [l[1].split()[0]] + l[2:]), "ImageNet_100_train.txt, row 2: 1 fields, but the format has 2"),
+    ("no imagenet folder", lambda f: shutil.rmtree(Path(f).parent / IMNET_FOLDER), "missing folder"),
+)
+IMAGENET_BREAKAGES = (("no train folder", lambda f: shutil.rmtree(Path(f) / "train"), "missing folder"),
+                      ("no class folder", lambda f: [shutil.rmtree(p) for p in (Path(f) / "train").iterdir()], "no class folder"))
+PLACES_BREAKAGES = (("no image", lambda f: [shutil.rmtree(p) for p in Path(f).iterdir()], "no image file"),)
+
+IMAGENET = register_dataset(Dataset(IMNET_FOLDER, "ImageNet (ILSVRC-2012) images, train/<wnid>/<file>.JPEG", check=check_imagenet,
+                                    write_tiny=write_tiny_imagenet, breakages=IMAGENET_BREAKAGES))
+IMAGENET_LT = register_dataset(Dataset(IMNET_SPLITS_FOLDER, "the MAK/SDCLR split lists: ImageNet-100-LT, ImageNet-900, ImageNet-Places mix",
+                                       tuple(IMAGENET_LT_LISTS.values()), check=judge_imagenet_lt,
+                                       write_tiny=write_tiny_imagenet_lt_splits, breakages=IMAGENET_LT_BREAKAGES))
+PLACES = register_dataset(Dataset(PLACES_FOLDER, "Places365 scene images (those the ImageNet-Places mix names)", check=check_places,
+                                  write_tiny=write_tiny_places, breakages=PLACES_BREAKAGES))
 
 # %% ../nbs/24_datasets.ipynb #bf5efd36
 def split_within_classes(labels, seed: int = 0, min_per_class: int = 4) -> tuple[np.ndarray, np.ndarray]:

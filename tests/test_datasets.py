@@ -2,11 +2,13 @@
 --data-root`: the frontmatter's datasets equal the module's `DATASETS`, a folder read by a paper's own reader is judged
 by that reader, and a folder is found under its official archive's name as well as ours."""
 import importlib, subprocess, sys
+from pathlib import Path
 
 import pytest
 
 from paperlib.collection import paper_notebooks, paper_meta
-from paperlib.datasets import REGISTRY, dataset_folders, folder_status
+from paperlib.datasets import (REGISTRY, IMAGENET_LT_LISTS, IMNET_SPLITS_FOLDER, dataset_folders, folder_status,
+                               read_imagenet_lt, write_tiny_imagenet_lt)
 
 
 @pytest.mark.parametrize("slug", list(paper_notebooks()))
@@ -24,7 +26,7 @@ def test_a_folder_has_one_dataset_shared_by_its_papers():
     assert set(readers) <= set(REGISTRY)
 
 
-@pytest.mark.parametrize("folder", ["cub2011", "cars196", "celeba", "lfw"])
+@pytest.mark.parametrize("folder", ["cub2011", "cars196", "celeba", "lfw", "imagenet", "imagenet_lt_splits", "places365"])
 def test_library_dataset_tiny_copy_is_valid_and_each_breakage_is_named(folder, tmp_path):
     ds = REGISTRY[folder]
     for name, mutate, expected in ds.breakages:
@@ -79,3 +81,38 @@ def test_loader_finds_the_dataset_under_its_archive_name(tmp_path):
     assert len(cub) == 128 and cub.label.nunique() == 8 and "image_attribute_labels.txt is missing" in why
     assert ctx.dataset("cars196") is None and ctx.looked_names["cars196"] == ["cars196"]
     assert ctx.looked_names["cub2011"] == ["cub2011", "CUB_200_2011"]
+
+
+def test_imagenet_lt_tiny_copy_reads_every_list(tmp_path):
+    "The MAK lists of the tiny copy: sizes per key, sources, absolute paths on disk; the pool's undecodable file is skipped."
+    from paperlib.images import load_images
+    lt = read_imagenet_lt(write_tiny_imagenet_lt(tmp_path))
+    assert {k: len(v) for k, v in lt.items()} == dict(seed=14, train=18, test=12, fewshot=6, in900=19, mix=12)
+    assert all(list(f.columns) == ["path", "label", "source", "table", "line"] for f in lt.values())
+    assert lt["seed"].label.value_counts().sort_index().tolist() == [8, 4, 2]
+    assert set(lt["in900"].label) == {3, 4, 5} and set(lt["mix"].label) == {3, 4, 5, 100, 101}
+    assert {k: f.source.value_counts().to_dict() for k, f in lt.items() if k in ("seed", "mix")} == \
+        dict(seed={"imagenet": 14}, mix={"imagenet": 6, "places": 6})
+    paths = [p for f in lt.values() for p in f.path]
+    assert all(Path(p).is_absolute() and Path(p).is_file() for p in paths)
+    assert [Path(p).parts[-4] for p in lt["mix"].path] == ["imagenet"] * 6 + ["places365"] * 6
+    X, bad = load_images(lt["in900"].path.tolist(), 16)
+    assert X.shape == (18, 3, 16, 16) and [Path(lt["in900"].path[i]).name for i in bad] == ["n01496331_broken.JPEG"]
+    decoded = lt["in900"].label.drop(index=bad).to_numpy()
+    means = [X[decoded == c].float().mean((0, 2, 3)) for c in (3, 4, 5)]
+    assert min((a - b).abs().max().item() for i, a in enumerate(means) for b in means[i + 1:]) > 40     # a colour per wnid
+
+
+@pytest.mark.parametrize("key, purpose", [("seed", "the long-tailed seed set"), ("train", "the linear probe's labels"),
+                                          ("test", "the balanced test images"), ("in900", "the IN900 sampling pool")])
+def test_imagenet_lt_missing_required_list_says_what_it_is_for(tmp_path, key, purpose):
+    write_tiny_imagenet_lt(tmp_path)
+    (tmp_path / IMNET_SPLITS_FOLDER / IMAGENET_LT_LISTS[key].index).unlink()
+    with pytest.raises(Exception, match=f"missing file .*{Path(IMAGENET_LT_LISTS[key].index).name}: .*{purpose}.*is required"):
+        read_imagenet_lt(tmp_path)
+
+
+def test_imagenet_lt_optional_lists_may_be_absent(tmp_path):
+    write_tiny_imagenet_lt(tmp_path)
+    for key in ("fewshot", "mix"): (tmp_path / IMNET_SPLITS_FOLDER / IMAGENET_LT_LISTS[key].index).unlink()
+    assert sorted(read_imagenet_lt(tmp_path)) == ["in900", "seed", "test", "train"]
