@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..contrastive import augment, ecle, linear_probe, train_contrastive
+from ..datasets import read_imagenet_lt
 from ..fairness import exponential_counts, frequency_groups, group_accuracy, take_counts
 from ..images import BUNDLED_PHOTOS, ResNet18, bundled_photo, load_images
 from ..metric import embed, k_center_greedy, prototype_distance
@@ -24,13 +25,13 @@ from ..report import RuleResult, rule
 from ..stats import beats, not_worse, paired_family
 
 # %% auto #0
-__all__ = ['OOD_KINDS', 'PHOTOS', 'DIGIT_POOLS', 'REAL_FOLDERS', 'ABLATIONS', 'METHODS', 'PAPER_TABLE_A', 'PAPER_TABLE_B',
+__all__ = ['OOD_KINDS', 'PHOTOS', 'DIGIT_POOLS', 'DATASETS', 'ABLATIONS', 'METHODS', 'PAPER_TABLE_A', 'PAPER_TABLE_B',
            'photo_crop', 'ood_image', 'ood_images', 'shift_images', 'related_images', 'hard_test', 'OpenWorld',
            'open_world_digits', 'real_world', 'SimCLRNet', 'make_encoder', 'train_simclr', 'projection_views',
-           'tailness', 'standardise', 'mak_score', 'mak_select', 'oracle_select', 'select', 'few_shot_draws',
-           'per_class_accuracy', 'probe_groups', 'evaluate', 'pick_composition', 'tail_auroc', 'published_means',
-           'paired_beats', 'all_beat', 'few_gain_balanced', 'pair_needed', 'proximity_rejects_outliers',
-           'std_is_population_sd', 'exact_picks']
+           'tailness', 'pool_scores', 'standardise', 'mak_score', 'mak_select', 'oracle_select', 'select',
+           'pick_settings', 'few_shot_draws', 'per_class_accuracy', 'probe_groups', 'evaluate', 'pick_composition',
+           'tail_auroc', 'published_means', 'paired_beats', 'all_beat', 'few_gain_balanced', 'pair_needed',
+           'proximity_rejects_outliers', 'std_is_population_sd', 'exact_picks']
 
 # %% ../../nbs/papers/mak_openworld_sampling.ipynb #3a3c7a2e
 OOD_KINDS = ("noise", "grating", "blobs", "blocks", "photo")
@@ -112,10 +113,11 @@ class OpenWorld:
     @property
     def groups(self) -> dict: return frequency_groups(self.counts, self.grouping)
 
-DIGIT_POOLS = {"IN900-like": dict(outliers=0.2, related=True), "IPM-like": dict(outliers=0.5, related=False)}
+DIGIT_POOLS = {"IN900-like": 0.2, "IPM-like": 0.5}       # each pool's share of outliers
 
-def open_world_digits(seed: int, n_max: int = 80, ratio: float = 0.05, pools: Mapping = DIGIT_POOLS) -> OpenWorld:
-    "The open-world digits of replicate `seed`: long-tailed seed, pools with outliers, training half, hard test."
+def open_world_digits(seed: int, n_max: int = 80, ratio: float = 0.05, pool_max: int = 200, pool_ratio: float = 0.05,
+                      pools: Mapping = DIGIT_POOLS) -> OpenWorld:
+    "The open-world digits of replicate `seed`: long-tailed seed, long-tailed pools of related digits plus outliers, training half, hard test."
     from sklearn.datasets import load_digits
     from sklearn.model_selection import train_test_split
     d = load_digits()
@@ -125,15 +127,16 @@ def open_world_digits(seed: int, n_max: int = 80, ratio: float = 0.05, pools: Ma
     counts = dict(zip(rng.permutation(10).tolist(), exponential_counts(n_max, 10, ratio).tolist()))
     s = tr[take_counts(y[tr], counts, rng)]
     rest = np.setdiff1d(tr, s)
-    Xp, yp = {}, {}
-    for name, p in pools.items():
-        n_out = round(p["outliers"] / (1 - p["outliers"]) * len(rest))
-        Xin = related_images(X[rest], rng) if p["related"] else X[rest]
-        Xp[name], yp[name] = np.concatenate([Xin, ood_images(n_out, rng)]), np.concatenate([y[rest], np.full(n_out, -1)])
+    # the pool's own long tail, in an order unrelated to the seed's; copies drawn with replacement, each shifted and blurred anew
+    draw = np.concatenate([rng.choice(rest[y[rest] == c], n) for c, n in zip(rng.permutation(10), exponential_counts(pool_max, 10, pool_ratio))])
+    Xin, Xp, yp = related_images(X[draw], rng), {}, {}
+    for name, share in pools.items():
+        n_out = round(share / (1 - share) * len(draw))
+        Xp[name], yp[name] = np.concatenate([Xin, ood_images(n_out, rng)]), np.concatenate([y[draw], np.full(n_out, -1)])
     return OpenWorld(X[s], Xp, X[tr], y[tr], hard_test(X[te], rng), y[te], y[s], yp, X_test_clean=X[te])
 
-# %% ../../nbs/papers/mak_openworld_sampling.ipynb #3f0d4606
-REAL_FOLDERS = ("imagenet", "imagenet_lt_splits", "places365")
+# %% ../../nbs/papers/mak_openworld_sampling.ipynb #44e8bad8
+DATASETS = ("imagenet", "imagenet_lt_splits", "places365")    # the data folders this paper reads (the frontmatter lists the same)
 
 def _decoded(df: pd.DataFrame, size: int, what: str, notes: list) -> tuple[np.ndarray, pd.DataFrame]:
     "The images of `df` at `size` px as floats in [0, 1], and the rows that decoded (the others skipped and noted)."
@@ -201,6 +204,14 @@ def tailness(views: torch.Tensor, tau: float, batch: int, partitions: int, seed:
     b = min(batch, len(views[0]))
     return dict(ecle=ecle(views, tau, b, partitions, seed), single=ecle(views[:2], tau, b, 1, seed))
 
+def pool_scores(model: SimCLRNet, X_seed, X_pool, *, views: int, aug: dict, tau: float, partitions: int, seed: int,
+                prototypes: int = 10, device="cpu") -> dict:
+    "What MAK reads of a pool, from the images alone: backbone features of seed and pool, distance to the seed's prototypes, ECLE, single pass."
+    feats = lambda X: embed(model.backbone, X, device).numpy()
+    Fs, Fp = feats(X_seed), feats(X_pool)
+    return dict(seed_feats=Fs, pool_feats=Fp, dist=prototype_distance(Fs, Fp, min(prototypes, len(Fs)), seed=0),
+                **tailness(projection_views(model, X_pool, views, aug, seed, device), tau, 256, partitions, seed))
+
 # %% ../../nbs/papers/mak_openworld_sampling.ipynb #3852f1bc
 def standardise(v) -> np.ndarray:
     "N(v) = (v - mean) / sd over the pool (sd 0: centred only)."
@@ -249,6 +260,15 @@ def select(method: str, k: int, scores: Mapping, rng: np.random.Generator, alpha
     if method not in METHODS: raise ValueError(f"unknown sampling method {method!r}; valid: {', '.join(METHODS)}")
     a, r = (alpha, ratio) if method == "MAK" else ABLATIONS[method]
     return mak_select(s["seed_feats"], s["pool_feats"], s["ecle"], s["dist"], k, a, r)
+
+def pick_settings(W: OpenWorld, pool: str, scores: Mapping, settings, seed: int, alpha: float = 0.5, ratio: float = 1.5) -> dict:
+    "{(pool, budget, method): picks} for the settings of `pool`, K = round(budget x seed size); only the oracle reads the pool's labels."
+    out = {}
+    for i, (p, b, m) in enumerate(settings):
+        if p != pool: continue
+        k, rng = round(b * len(W.X_seed)), np.random.default_rng([seed, i])
+        out[p, b, m] = oracle_select(W.pool_labels[p], W.counts, k, rng) if m == "oracle" else select(m, k, scores, rng, alpha, ratio)
+    return out
 
 # %% ../../nbs/papers/mak_openworld_sampling.ipynb #5d9761ee
 def few_shot_draws(y, shots: int, draws: int, rng: np.random.Generator) -> list:
@@ -319,7 +339,7 @@ def published_means(rows) -> list:
     "The (Many, Medium, Few, Std) means of published rows whose last five fields are 'mean±sd' strings."
     return [tuple(float(v.split("±")[0]) for v in r[-5:-1]) for r in rows]
 
-# %% ../../nbs/papers/mak_openworld_sampling.ipynb #35acbbd0
+# %% ../../nbs/papers/mak_openworld_sampling.ipynb #1d6f189f
 def paired_beats(d: Mapping) -> pd.DataFrame:
     "Per comparison (A - B over paired replicates): mean, one-sided 95 % lower bound, one-sided paired t p, Holm p over the comparisons."
     keys = list(d)
@@ -340,7 +360,7 @@ def all_beat(d: Mapping, alpha: float = 0.05) -> RuleResult:
     why = None if bad.empty else "; ".join(f"{r.item}: mean {r.mean_diff:+.2f}, Holm p {r.p_adj:.3g}" for r in bad.itertuples())
     return RuleResult(bad.empty, why, _tested(fam))
 
-# %% ../../nbs/papers/mak_openworld_sampling.ipynb #f9c21fe4
+# %% ../../nbs/papers/mak_openworld_sampling.ipynb #444d257d
 @rule(passes=dict(few={"MAK - random": [3.0, 4.0, 2.0, 5.0, 3.0]}, std={"MAK - random": [-1.0, -2.0, 0.5, -1.0, -0.5]}),
       fails=dict(few={"MAK - random": [3.0, 4.0, 2.0, 5.0, 3.0]}, std={"MAK - random": [1.0, 2.0, 0.5, 1.0, -0.5]}))
 def few_gain_balanced(few: Mapping, std: Mapping, alpha: float = 0.05) -> RuleResult:
@@ -369,7 +389,7 @@ def proximity_rejects_outliers(p_ood, fewer: Mapping, ceiling: float = 0.05, alp
     why = "; ".join([r.why] * (r.why is not None) + [f"proximity alone picked {worst:.1%} outliers at one replicate (ceiling {ceiling:.0%})"] * (worst > ceiling)) or None
     return RuleResult(bool(r.passed and worst <= ceiling), why, dict(proximity_max_ood=round(worst, 4), fewer=r.values))
 
-# %% ../../nbs/papers/mak_openworld_sampling.ipynb #2f40ec6f
+# %% ../../nbs/papers/mak_openworld_sampling.ipynb #9731e5a4
 @rule(passes=dict(rows=[(71.2, 65.3, 62.7, 3.6), (52.6, 40.5, 32.5, 8.3)]), fails=dict(rows=[(71.2, 65.3, 62.7, 5.0)]))
 def std_is_population_sd(rows, tol: float = 0.1) -> RuleResult:
     "Each (Many, Medium, Few, Std) row's Std is `group_accuracy`'s (ddof 0 over the group means) within `tol` (the table's rounding)."
