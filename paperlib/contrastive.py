@@ -54,26 +54,29 @@ def supcon_loss(z, y, tau: float = 0.5) -> torch.Tensor:
 
 REDUCTIONS = ("mean", "none")
 
-def simclr_loss(z, tau: float = 0.5, cross_view: bool = False, reduction: str = "mean") -> torch.Tensor:
+def simclr_loss(z, tau: float = 0.5, cross_view: bool = False, reduction: str = "mean", distance=None) -> torch.Tensor:
     """L_SS (SimCLR, NT-Xent) of a stacked two-view batch; `cross_view`: PML SelfSupervisedLoss (anchors against the
-    other view only); `reduction="none"`: one loss per image (its two views averaged, b values)."""
+    other view only); `reduction="none"`: one loss per image (its two views averaged, b values); `distance`: a PML
+    distance or similarity (`is_inverted=True`) in place of the cosine similarity."""
     from pytorch_metric_learning.losses import NTXentLoss, SelfSupervisedLoss, SupConLoss
-    from pytorch_metric_learning.reducers import DoNothingReducer
+    from pytorch_metric_learning.reducers import DoNothingReducer, MeanReducer
     if reduction not in REDUCTIONS: raise ValueError(f"unknown reduction {reduction!r}; valid reductions: {', '.join(REDUCTIONS)}")
     z = F.normalize(torch.as_tensor(z, dtype=torch.float32), dim=1)
     if len(z) % 2: raise ValueError(f"{len(z)} embeddings: a two-view batch has an even number of rows")
     b = len(z) // 2
-    red = DoNothingReducer() if reduction == "none" else None           # None: PML's default (mean) reducer
+    # None: PML's default reducer (SupCon's skips exact zeros, which large similarities give: a distance averages them all)
+    red = DoNothingReducer() if reduction == "none" else None if distance is None else MeanReducer()
+    dist = {} if distance is None else dict(distance=distance)
     if cross_view:
-        one_way = lambda a, r: SelfSupervisedLoss(NTXentLoss(temperature=tau, reducer=red), symmetric=False)(a, r)
+        one_way = lambda a, r: SelfSupervisedLoss(NTXentLoss(temperature=tau, reducer=red, **dist), symmetric=False)(a, r)
         l1, l2 = one_way(z[:b], z[b:]), one_way(z[b:], z[:b])
-        if red is None: return (l1 + l2) / 2
+        if reduction == "mean": return (l1 + l2) / 2
         # the per-pair losses come indexed by their anchor: put them back in image order
         per = lambda d: torch.zeros(b, device=z.device).index_put((d["loss"]["indices"][0],), d["loss"]["losses"])
         return (per(l1) + per(l2)) / 2
     # SupCon with one label per image is NT-Xent, computed on the 2b x 2b similarity matrix (NTXentLoss is O(b^3))
-    out = SupConLoss(temperature=tau, reducer=red)(z, view_labels(torch.arange(b, device=z.device)))
-    if red is None: return out
+    out = SupConLoss(temperature=tau, reducer=red, **dist)(z, view_labels(torch.arange(b, device=z.device)))
+    if reduction == "mean": return out
     l = out["loss"]["losses"]
     return (l[:b] + l[b:]) / 2
 

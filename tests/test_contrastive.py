@@ -1,4 +1,4 @@
-"Tests of paperlib.contrastive: the losses against pytorch-metric-learning where they coincide, bad input, the augmentations, the geometry statistics."
+"Tests of paperlib.contrastive: the losses against pytorch-metric-learning where they coincide (other similarities included), bad input, the augmentations, the geometry statistics."
 import numpy as np
 import pytest
 import torch
@@ -158,3 +158,54 @@ def test_augment_dropout_zero_keeps_views_and_drops_pixels():
     assert torch.equal(d[~zero], X[~zero])
     with pytest.raises(ValueError, match=r"dropout is a probability in \[0, 1\)"):
         augment(X, torch.Generator(), dropout=-0.1)
+
+
+# ---- simclr_loss(distance=) -----------------------------------------------------------------------------------------
+def _similarity(fn):
+    from pytorch_metric_learning.distances import BaseDistance
+
+    class Sim(BaseDistance):
+        def __init__(self):
+            super().__init__(is_inverted=True)
+        def compute_mat(self, q, r):
+            return fn(torch.cdist(q, r))
+    return Sim()
+
+
+@pytest.mark.parametrize("cross_view", [False, True])
+def test_cosine_distance_equals_default(cross_view):
+    from pytorch_metric_learning.distances import CosineSimilarity
+    z = _batch(b=7)
+    assert torch.allclose(simclr_loss(z, 0.3, cross_view, distance=CosineSimilarity()), simclr_loss(z, 0.3, cross_view), atol=1e-6)
+
+
+def test_negative_euclidean_similarity_by_hand():
+    z = F.normalize(torch.tensor([[1., 0.3], [0.2, 1.], [0.7, 0.7], [-0.4, 1.]]), dim=1).numpy().astype(np.float64)
+    D = np.sqrt(((z[:, None] - z[None]) ** 2).sum(-1))
+    S = -D / 0.2
+    L = [-S[a, (a + 2) % 4] + np.log(sum(np.exp(S[a, k]) for k in range(4) if k != a)) for a in range(4)]
+    got = simclr_loss(torch.tensor(z), tau=0.2, distance=_similarity(lambda d: -d), reduction="none")
+    assert got.numpy() == pytest.approx([(L[0] + L[2]) / 2, (L[1] + L[3]) / 2], abs=1e-5)
+    assert float(simclr_loss(torch.tensor(z), tau=0.2, distance=_similarity(lambda d: -d))) == pytest.approx(np.mean(L), abs=1e-5)
+
+
+def test_kernel_similarity_at_kappa_3e3_stays_finite():
+    # kappa exp(-k d) / tau with kappa 201, k 1.28, tau 0.07 (logits to 2.9e3): float32 losses equal float64 logsumexp
+    b = 32
+    z = torch.randn(2 * b, 128, generator=torch.Generator().manual_seed(0))
+    z[b:] = z[:b] + 0.3 * torch.randn(b, 128, generator=torch.Generator().manual_seed(1))
+    z[b:b + 4] = -z[:4]                                                          # four images with views at opposite poles
+    z = z.requires_grad_(True)
+    sim = _similarity(lambda d: 201.0 * torch.exp(-1.28 * d))
+    per = simclr_loss(z, tau=0.07, distance=sim, reduction="none")
+    zn = F.normalize(z.detach().double(), dim=1)
+    S = 201.0 * torch.exp(-1.28 * torch.cdist(zn, zn)) / 0.07
+    S.fill_diagonal_(-float("inf"))
+    h = torch.logsumexp(S, 1) - S[torch.arange(2 * b), (torch.arange(2 * b) + b) % (2 * b)]
+    assert torch.isfinite(per).all() and per[:4].min() > 100          # beyond the 87 where NTXentLoss would stick
+    assert torch.allclose(per.double(), (h[:b] + h[b:]) / 2, rtol=1e-4, atol=1e-2)
+    mean = simclr_loss(z, tau=0.07, distance=sim)
+    assert (per == 0).any()                                                      # exact zeros, which SupCon's default reducer skips
+    assert float(mean.detach()) == pytest.approx(float(h.mean()), rel=1e-4)      # the mean runs over every anchor
+    mean.backward()
+    assert torch.isfinite(z.grad).all()
