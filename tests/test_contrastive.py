@@ -1,4 +1,4 @@
-"Tests of paperlib.contrastive: the losses against pytorch-metric-learning where they coincide (other similarities included), bad input, the augmentations, the geometry statistics."
+"Tests of paperlib.contrastive: the losses against pytorch-metric-learning where they coincide (other similarities included), bad input, the augmentations (RGB views included), the geometry statistics."
 import numpy as np
 import pytest
 import torch
@@ -6,7 +6,8 @@ import torch.nn.functional as F
 
 from paperlib.contrastive import (view_labels, CONTRASTIVE_LOSSES, contrastive_loss, supcon_loss, simclr_loss, attract_loss, repel_loss,
                                   spread_loss, check_alpha, augment, two_views, ContrastiveCNN, train_contrastive, ecle,
-                                  head_predict, linear_probe, intra_class_cosine, centre_similarity, stratum_geometry)
+                                  head_predict, linear_probe, intra_class_cosine, centre_similarity, stratum_geometry,
+                                  RGB_PRESETS, rgb_view, rgb_two_views)
 
 
 def _batch(b=6, d=5, seed=0):
@@ -158,6 +159,57 @@ def test_augment_dropout_zero_keeps_views_and_drops_pixels():
     assert torch.equal(d[~zero], X[~zero])
     with pytest.raises(ValueError, match=r"dropout is a probability in \[0, 1\)"):
         augment(X, torch.Generator(), dropout=-0.1)
+
+
+# ---- RGB views on tensors -------------------------------------------------------------------------------------------
+IDENTITY = dict(scale=(1, 1), flip=0, p_jitter=0, gray=0)
+
+
+def _rgb(n=24, side=16, seed=0):
+    return torch.rand(n, 3, side, side, generator=torch.Generator().manual_seed(seed))
+
+
+@pytest.mark.parametrize("preset", list(RGB_PRESETS))
+def test_rgb_view_shape_range_and_seed(preset):
+    X = _rgb()
+    v = rgb_view(X, torch.Generator().manual_seed(5), preset)
+    assert v.shape == X.shape and v.min() >= 0 and v.max() <= 1
+    assert torch.equal(v, rgb_view(X, torch.Generator().manual_seed(5), preset))
+    assert not torch.equal(v, rgb_view(X, torch.Generator().manual_seed(6), preset))
+    assert rgb_view(X, torch.Generator(), preset, size=8).shape == (24, 3, 8, 8)
+    two = rgb_two_views(X, torch.Generator().manual_seed(5), preset=preset)
+    assert two.shape == (48, 3, 16, 16) and torch.equal(two[:24], v)
+
+
+def test_rgb_view_identity_flip_and_grey():
+    X, g = _rgb(), torch.Generator().manual_seed(0)
+    assert torch.allclose(rgb_view(X, g, IDENTITY), X, atol=1e-5)
+    assert torch.allclose(rgb_view(X, g, dict(IDENTITY, flip=1)), X.flip(-1), atol=1e-5)
+    grey = rgb_view(X, g, dict(IDENTITY, gray=1))
+    assert torch.equal(grey[:, 0], grey[:, 1]) and torch.equal(grey[:, 1], grey[:, 2])
+    # a crop is a zoom: with scale (0.25, 0.25) no view equals its image
+    assert not torch.allclose(rgb_view(X, g, dict(IDENTITY, scale=(0.25, 0.25))), X, atol=1e-2)
+
+
+def test_rgb_view_scale_overrides_preset_and_blur_smooths():
+    X = _rgb(200)
+    # a constant image stays constant under crops; the crop scale override reaches the crop: smaller crops, less variance kept
+    small = rgb_view(X, torch.Generator().manual_seed(1), IDENTITY, scale=(0.05, 0.05))
+    assert small.std(dim=(2, 3)).mean() < 0.8 * X.std(dim=(2, 3)).mean()
+    blurred = rgb_view(X, torch.Generator().manual_seed(1), dict(IDENTITY, blur=1, sigma=(1.5, 1.5)))
+    assert blurred.std() < 0.6 * X.std() and blurred.min() >= 0 and blurred.max() <= 1
+
+
+def test_rgb_view_bad_input_named():
+    X = _rgb()
+    with pytest.raises(ValueError, match="valid presets: paper, lightly_default"):
+        rgb_view(X, torch.Generator(), "simclr")
+    with pytest.raises(ValueError, match="valid keys"):
+        rgb_view(X, torch.Generator(), dict(hue=0.1))
+    with pytest.raises(ValueError, match=r"\(N, 3, H, W\)"):
+        rgb_view(X[:, :2], torch.Generator())
+    with pytest.raises(ValueError, match="gray is a probability"):
+        rgb_view(X, torch.Generator(), dict(gray=1.5))
 
 
 # ---- simclr_loss(distance=) -----------------------------------------------------------------------------------------
