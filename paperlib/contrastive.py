@@ -16,11 +16,12 @@ import torch.nn.functional as F
 from .metric import embed
 
 # %% auto #0
-__all__ = ['REDUCTIONS', 'CONTRASTIVE_LOSSES', 'RGB_PRESETS', 'view_labels', 'other_view', 'positives_mask', 'negatives_mask',
-           'supcon_loss', 'simclr_loss', 'attract_loss', 'repel_loss', 'check_alpha', 'spread_loss',
-           'check_contrastive_loss', 'contrastive_loss', 'ecle', 'augment', 'two_views', 'rgb_preset', 'rgb_view',
-           'rgb_two_views', 'ContrastiveCNN', 'ContrastiveRun', 'train_contrastive', 'head_predict', 'linear_probe',
-           'intra_class_cosine', 'centre_similarity', 'stratum_geometry']
+__all__ = ['REDUCTIONS', 'CONTRASTIVE_LOSSES', 'RGB_PRESETS', 'OPTIMIZERS', 'SCHEDULES', 'view_labels', 'other_view',
+           'positives_mask', 'negatives_mask', 'supcon_loss', 'simclr_loss', 'attract_loss', 'repel_loss',
+           'check_alpha', 'spread_loss', 'check_contrastive_loss', 'contrastive_loss', 'ecle', 'augment', 'two_views',
+           'rgb_preset', 'rgb_view', 'rgb_two_views', 'ContrastiveCNN', 'ContrastiveRun', 'make_optimizer',
+           'train_contrastive', 'head_predict', 'linear_probe', 'intra_class_cosine', 'centre_similarity',
+           'stratum_geometry']
 
 # %% ../nbs/14_contrastive.ipynb #dbc4dd04
 def view_labels(y, views: int = 2) -> torch.Tensor:
@@ -339,27 +340,64 @@ class ContrastiveRun:
     model: nn.Module
     history: pd.DataFrame
 
-def train_contrastive(model, X, y, *, loss: str | None = "spread", tau: float = 0.5, alpha: float | None = None, steps: int = 300,
+OPTIMIZERS = ("adam", "adamw")
+SCHEDULES = (None, "cosine")
+
+def make_optimizer(params, optimizer: str = "adam", lr: float = 1e-3, weight_decay: float = 0.0, schedule=None, steps: int = 1):
+    "Adam or AdamW over `params` and, for `schedule='cosine'`, its cosine annealing to 0 over `steps` steps (else None)."
+    if optimizer not in OPTIMIZERS: raise ValueError(f"unknown optimizer {optimizer!r}; valid optimizers: {', '.join(OPTIMIZERS)}")
+    if schedule not in SCHEDULES: raise ValueError(f"unknown schedule {schedule!r}; valid schedules: None, cosine")
+    if weight_decay < 0: raise ValueError(f"weight_decay must be >= 0, got {weight_decay!r}")
+    opt = dict(adam=torch.optim.Adam, adamw=torch.optim.AdamW)[optimizer](params, lr=lr, weight_decay=weight_decay)
+    return opt, torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps) if schedule == "cosine" else None
+
+def _check_train_args(loss, alpha, views, augment_params):
+    "The spread loss's alpha (None for the others), after checking `loss`, `alpha` and the views' arguments."
+    if views is not None and augment_params: raise ValueError("views and augment_params exclude each other: augment_params configure the default views")
+    if callable(loss):
+        if alpha is not None: raise ValueError("alpha belongs to the spread loss, not to a loss callable")
+        return None
+    if loss is not None: check_contrastive_loss(loss)
+    if loss == "spread": return check_alpha(0.5 if alpha is None else alpha)
+    if alpha is not None: raise ValueError(f"alpha belongs to the spread loss, not to {loss!r}")
+    return None
+
+def _step_losses(model, out, yb, lab, loss, tau, alpha, ce_weight, relabel, gen, device):
+    "(contrastive term, CE term) of one step; `out` is the model's output on the stacked views."
+    z = out if torch.is_tensor(out) else None
+    if z is None and (relabel is not None or ce_weight):
+        raise ValueError("the model returns a tuple: relabel and the CE head (ce_weight != 0) need one embedding tensor")
+    if relabel is not None:
+        with torch.no_grad(): yb = relabel(z.detach(), yb, gen)
+    if callable(loss): l_con = loss(out, yb)
+    else: l_con = contrastive_loss(loss, z, yb, tau, alpha) if loss is not None else torch.zeros((), device=device)
+    keep = lab >= 0
+    l_ce = F.cross_entropy(model.head(z[keep]), lab[keep]) if ce_weight and keep.any() else torch.zeros((), device=device)
+    return l_con, l_ce
+
+# %% ../nbs/14_contrastive.ipynb #0ad3cf3f
+def train_contrastive(model, X, y, *, loss="spread", tau: float = 0.5, alpha: float | None = None, steps: int = 300,
                       batch_size: int = 256, lr: float = 1e-3, y_ce=None, ce_weight: float = 1.0, augment_params: dict | None = None,
-                      relabel=None, seed: int = 0, device="cpu", log_every: int = 25, progress: bool = True,
-                      desc: str = "contrastive") -> ContrastiveRun:
-    """Train `model` (or a function building it, after seeding) for `steps` Adam steps on the contrastive loss `loss`
-    with labels `y` plus `ce_weight` x cross-entropy of its head on `y_ce` (default `y`; -1: no CE label).
-    `loss=None`: the cross-entropy baseline (the same network and views, no contrastive term)."""
+                      views=None, optimizer: str = "adam", weight_decay: float = 0.0, schedule=None, relabel=None, seed: int = 0,
+                      device="cpu", log_every: int = 25, progress: bool = True, desc: str = "contrastive") -> ContrastiveRun:
+    """Train `model` (or a function building it, after seeding) for `steps` steps of `optimizer` on the contrastive loss
+    `loss` (a name of `CONTRASTIVE_LOSSES`, or a callable `loss(out, y)` of the model's output on the stacked views and the
+    batch labels) with labels `y` plus `ce_weight` x cross-entropy of its head on `y_ce` (default `y`; -1: no CE label).
+    `loss=None`: the cross-entropy baseline (the same network and views, no contrastive term). `views(Xb, gen)`: the
+    stacked two-view batch (default `two_views(Xb, gen, **augment_params)`); `schedule="cosine"`: lr annealed to 0."""
     if progress: from tqdm.auto import tqdm
     else: from tqdm import tqdm
-    if loss is not None: check_contrastive_loss(loss)
-    if loss == "spread": alpha = check_alpha(0.5 if alpha is None else alpha)
-    elif alpha is not None: raise ValueError(f"alpha belongs to the spread loss, not to {loss!r}")
+    alpha = _check_train_args(loss, alpha, views, augment_params)
     X = X.detach().float() if torch.is_tensor(X) else torch.as_tensor(np.asarray(X), dtype=torch.float32)
     y = torch.as_tensor(np.asarray(y), dtype=torch.long)
     y_ce = y.clone() if y_ce is None else torch.as_tensor(np.asarray(y_ce), dtype=torch.long)
     if not (len(X) == len(y) == len(y_ce)): raise ValueError(f"X, y and y_ce differ in length: {len(X)}, {len(y)}, {len(y_ce)}")
     if steps < 1: raise ValueError(f"steps must be >= 1, got {steps}")
+    views = views or (lambda Xb, g: two_views(Xb, g, **(augment_params or {})))
     torch.manual_seed(seed)
     if not isinstance(model, nn.Module): model = model()
     model = model.to(device)
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    opt, sched = make_optimizer(model.parameters(), optimizer, lr, weight_decay, schedule, steps)
     gen = torch.Generator().manual_seed(seed + 1)
     b = min(batch_size, len(X))
     rows, run = [], None
@@ -367,20 +405,16 @@ def train_contrastive(model, X, y, *, loss: str | None = "spread", tau: float = 
     for step in bar:
         model.train()
         idx = torch.randperm(len(X), generator=gen)[:b]
-        xb = two_views(X[idx], gen, **(augment_params or {})).to(device)
-        z = model(xb)
-        yb = y[idx].to(device)
-        if relabel is not None:
-            with torch.no_grad(): yb = relabel(z.detach(), yb, gen)
-        l_con = contrastive_loss(loss, z, yb, tau, alpha) if loss is not None else torch.zeros((), device=device)
-        lab = y_ce[idx].repeat(2).to(device)
-        keep = lab >= 0
-        l_ce = F.cross_entropy(model.head(z[keep]), lab[keep]) if ce_weight and keep.any() else torch.zeros((), device=device)
+        out = model(views(X[idx], gen).to(device))
+        l_con, l_ce = _step_losses(model, out, y[idx].to(device), y_ce[idx].repeat(2).to(device), loss, tau, alpha,
+                                   ce_weight, relabel, gen, device)
         l = l_con + ce_weight * l_ce
+        step_lr = opt.param_groups[0]["lr"]
         opt.zero_grad(); l.backward(); opt.step()
+        if sched is not None: sched.step()
         run = l.item() if run is None else 0.9 * run + 0.1 * l.item()
         if step % log_every == 0 or step == steps:
-            rows.append(dict(step=step, loss=run, contrastive=l_con.item(), ce=l_ce.item()))
+            rows.append(dict(step=step, loss=run, contrastive=l_con.item(), ce=l_ce.item(), lr=step_lr))
             bar.set_postfix(loss=f"{run:.3f}")
     bar.close()
     model.eval()

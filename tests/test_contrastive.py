@@ -1,4 +1,4 @@
-"Tests of paperlib.contrastive: the losses against pytorch-metric-learning where they coincide (other similarities included), bad input, the augmentations (RGB views included), the geometry statistics."
+"Tests of paperlib.contrastive: the losses against pytorch-metric-learning where they coincide (other similarities included), bad input, the augmentations (RGB views included), the training loop's options, the geometry statistics."
 import numpy as np
 import pytest
 import torch
@@ -210,6 +210,99 @@ def test_rgb_view_bad_input_named():
         rgb_view(X[:, :2], torch.Generator())
     with pytest.raises(ValueError, match="gray is a probability"):
         rgb_view(X, torch.Generator(), dict(gray=1.5))
+
+
+# ---- train_contrastive's options ------------------------------------------------------------------------------------
+def _task():
+    g = torch.Generator().manual_seed(0)
+    X = torch.rand(64, 1, 8, 8, generator=g) * 0.3
+    y = torch.arange(64) % 2
+    X[y == 0, :, :, :4] += 0.7
+    X[y == 1, :, :, 4:] += 0.7
+    return X, y
+
+
+def _old_loop(X, y, loss, tau, steps, b, lr=1e-3, seed=0):
+    "The training loop as it was before the loss callable, views, AdamW and the schedule: Adam, two_views, CE on the head."
+    torch.manual_seed(seed)
+    model = ContrastiveCNN(2)
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    gen = torch.Generator().manual_seed(seed + 1)
+    for _ in range(steps):
+        model.train()
+        idx = torch.randperm(len(X), generator=gen)[:b]
+        z = model(two_views(X[idx], gen))
+        l = contrastive_loss(loss, z, y[idx], tau) + 1.0 * torch.nn.functional.cross_entropy(model.head(z), y[idx].repeat(2))
+        opt.zero_grad(); l.backward(); opt.step()
+    return model.state_dict()
+
+
+@pytest.mark.parametrize("loss", ["simclr", "supcon"])
+def test_defaults_reproduce_the_old_loop_bit_for_bit(loss):
+    X, y = _task()
+    ref = _old_loop(X, y, loss, 0.5, steps=6, b=16)
+    got = train_contrastive(lambda: ContrastiveCNN(2), X, y, loss=loss, steps=6, batch_size=16, progress=False).model.state_dict()
+    assert all(torch.equal(ref[k], got[k]) for k in ref)
+
+
+def test_loss_callable_gets_the_tuple_and_the_batch_labels():
+    X, y = _task()
+
+    class Head(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.enc, self.lv = ContrastiveCNN(2), torch.nn.Linear(64, 4)
+        def forward(self, x):
+            z = self.enc(x)
+            return z, z[:, :4], self.lv(z)
+
+    seen = []
+    def loss(out, yb):
+        seen.append((type(out), len(out), out[0].shape[0], yb.tolist()))
+        return simclr_loss(out[0]) + out[2].pow(2).mean()
+    run = train_contrastive(Head, X, y, loss=loss, ce_weight=0, steps=2, batch_size=8, progress=False)
+    assert [s[:3] for s in seen] == [(tuple, 3, 16)] * 2 and all(len(s[3]) == 8 and set(s[3]) <= {0, 1} for s in seen)
+    assert (run.history.contrastive > 0).all()
+    with pytest.raises(ValueError, match="ce_weight"):
+        train_contrastive(Head, X, y, loss=loss, steps=1, batch_size=8, progress=False)
+    with pytest.raises(ValueError, match="alpha belongs to the spread loss"):
+        train_contrastive(Head, X, y, loss=loss, alpha=0.5, ce_weight=0, steps=1, progress=False)
+
+
+def test_views_callable_replaces_two_views():
+    X, y = _task()
+    calls = []
+    def views(Xb, gen):
+        calls.append(Xb.shape)
+        return torch.cat([Xb, Xb.flip(-1)])
+    train_contrastive(lambda: ContrastiveCNN(2), X, y, loss="simclr", views=views, steps=3, batch_size=8, progress=False)
+    assert calls == [torch.Size([8, 1, 8, 8])] * 3
+    with pytest.raises(ValueError, match="exclude each other"):
+        train_contrastive(lambda: ContrastiveCNN(2), X, y, views=views, augment_params=dict(shift=0), steps=1, progress=False)
+
+
+def test_adamw_weight_decay_shrinks_weights():
+    X, y = _task()
+    norm = lambda wd: sum(float(p.detach().norm() ** 2) for p in train_contrastive(
+        lambda: ContrastiveCNN(2), X, y, loss="simclr", optimizer="adamw", weight_decay=wd, lr=1e-2, steps=8, batch_size=16,
+        progress=False).model.parameters())
+    assert norm(4.0) < 0.8 * norm(0.0)
+    with pytest.raises(ValueError, match="valid optimizers: adam, adamw"):
+        train_contrastive(lambda: ContrastiveCNN(2), X, y, optimizer="sgd", steps=1, progress=False)
+    with pytest.raises(ValueError, match="weight_decay must be >= 0"):
+        train_contrastive(lambda: ContrastiveCNN(2), X, y, weight_decay=-1, steps=1, progress=False)
+
+
+def test_cosine_schedule_ends_near_zero():
+    X, y = _task()
+    run = train_contrastive(lambda: ContrastiveCNN(2), X, y, loss="simclr", schedule="cosine", lr=2e-3, steps=12, batch_size=8,
+                            log_every=1, progress=False)
+    lr = run.history.lr.to_numpy()
+    assert lr[0] == pytest.approx(2e-3) and lr[-1] < 2e-3 * 0.02 and (np.diff(lr) < 0).all()
+    const = train_contrastive(lambda: ContrastiveCNN(2), X, y, loss="simclr", steps=3, batch_size=8, log_every=1, progress=False)
+    assert (const.history.lr == 1e-3).all()
+    with pytest.raises(ValueError, match="valid schedules: None, cosine"):
+        train_contrastive(lambda: ContrastiveCNN(2), X, y, schedule="linear", steps=1, progress=False)
 
 
 # ---- simclr_loss(distance=) -----------------------------------------------------------------------------------------
