@@ -1,5 +1,6 @@
-"Tests of paperlib.metric: losses by name, MAP@R / R-precision / P@1 against hand-computed values, the brute-force cross-check, the training loop."
+"Tests of paperlib.metric: losses by name, MAP@R / R-precision / P@1 against hand-computed values, the brute-force cross-check, the training loop, the multi-label probe."
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 import torch.nn.functional as F
@@ -7,7 +8,7 @@ import torch.nn.functional as F
 from paperlib.metric import (LOSSES, make_loss, check_loss, is_classification_loss, retrieval_metrics, map_at_r,
                              r_precision, precision_at_1, map_at_r_torch, random_map_at_r, EmbeddingCNN, embed,
                              batches, train_embedder, mean_std, repeated_metrics, LossTerm, make_dml_loss,
-                             make_dml_miner)
+                             make_dml_miner, multilabel_probe, majority_accuracy)
 
 
 def test_unknown_loss_lists_valid_ones():
@@ -215,3 +216,67 @@ def test_repeated_metrics_and_mean_std():
     assert len(df) == 4 and df.map_at_r.between(0, 1).all()
     assert mean_std([2.0, 4.0]) == (3.0, pytest.approx(2 ** 0.5))
     assert mean_std([1.0]) == (1.0, 0.0)
+
+
+# --- the multi-label linear probe -------------------------------------------------------------------------------------
+
+def _attrs(n, seed, flip=False, prevalence=(0.1, 0.2, 0.3, 0.4, 0.5)):
+    # features (2Y - 1) M + noise: every attribute linearly readable, prevalences as unbalanced as CelebA's
+    rng = np.random.default_rng(seed)
+    Y = (rng.random((n, len(prevalence))) < np.array(prevalence)).astype(int)
+    E = (2 * Y - 1) @ np.random.default_rng(99).normal(size=(len(prevalence), 16)) + rng.normal(0, 1, (n, 16))
+    return E.astype(np.float32), (1 - Y if flip else Y)
+
+
+def test_probe_reads_separable_attributes():
+    fit, val, test = _attrs(2000, 0), _attrs(500, 1), _attrs(1000, 2)
+    r = multilabel_probe(*fit, *val, *test, batch=64)
+    majority = majority_accuracy(fit[1], test[1])
+    assert r["mean_acc"] > 0.95 and majority["mean_acc"] < 0.75
+    assert r["acc"].shape == (5,) and r["mean_acc"] == pytest.approx(r["acc"].mean())
+    assert r["image_acc"].shape == (1000,) and r["image_acc"].mean() == pytest.approx(r["mean_acc"])
+    assert ((r["pred"] == test[1]).mean(0) == pytest.approx(r["acc"]))
+    assert r["best_epoch"] == int(np.argmin(r["val_loss"])) + 1
+
+
+def test_probe_stops_early_when_val_loss_rises():
+    # validation labels flipped: every epoch of learning the fit labels raises the val loss
+    fit, test = _attrs(2000, 0), _attrs(1000, 2)
+    r = multilabel_probe(*fit, *_attrs(500, 1, flip=True), *test, batch=64, epochs=15, patience=3)
+    assert r["best_epoch"] == 1 < 15 and len(r["val_loss"]) == 1 + 3
+    assert np.all(np.diff(r["val_loss"]) > 0)
+    # the weights of epoch 1 are kept, not those of epoch 4: a probe of one epoch predicts the same
+    one = multilabel_probe(*fit, *_attrs(500, 1, flip=True), *test, batch=64, epochs=1)
+    assert np.array_equal(one["pred"], r["pred"])
+
+
+def test_probe_is_seeded():
+    fit, val, test = _attrs(600, 0), _attrs(200, 1), _attrs(300, 2)
+    a, b, c = (multilabel_probe(*fit, *val, *test, epochs=3, seed=s) for s in (0, 0, 1))
+    assert a["val_loss"] == b["val_loss"] and np.array_equal(a["pred"], b["pred"])
+    assert a["val_loss"] != c["val_loss"]
+
+
+def test_majority_accuracy_by_hand():
+    # fit prevalences 3/4, 1/4 and 2/4 (a tie): predict 1, 0, 0; on the test rows that is right 2/3, 2/3, 1/3
+    Y_fit = np.array([[1, 0, 1], [1, 0, 0], [1, 1, 1], [0, 0, 0]])
+    Y_test = np.array([[1, 0, 0], [1, 1, 1], [0, 0, 1]])
+    m = majority_accuracy(Y_fit, Y_test)
+    assert m["acc"] == pytest.approx([2 / 3, 2 / 3, 1 / 3]) and m["mean_acc"] == pytest.approx(5 / 9)
+
+
+def test_probe_bad_input_is_named():
+    fit, val, test = _attrs(100, 0), _attrs(50, 1), _attrs(50, 2)
+    bad = fit[1].copy(); bad[7, 3] = 2
+    with pytest.raises(ValueError, match=r"Y_fit: column 3 holds 2 \(row 7\); attributes must be 0 or 1"):
+        multilabel_probe(fit[0], bad, *val, *test)
+    with pytest.raises(ValueError, match=r"Y_val: column 0 \('Bald'\) holds -1"):
+        multilabel_probe(*fit, val[0], pd.DataFrame(2 * val[1] - 1, columns=["Bald", "b", "c", "d", "e"]), *test)
+    with pytest.raises(ValueError, match=r"E_test \(49, 16\) and Y_test \(50, 5\): one row of features per row of labels"):
+        multilabel_probe(*fit, *val, test[0][1:], test[1])
+    with pytest.raises(ValueError, match=r"differ between the sets: \{'fit': \(16, 5\), 'val': \(16, 5\), 'test': \(16, 4\)\}"):
+        multilabel_probe(*fit, *val, test[0], test[1][:, :4])
+    with pytest.raises(ValueError, match="Y_test 4: they must agree"):
+        majority_accuracy(fit[1], test[1][:, :4])
+    with pytest.raises(ValueError, match="epochs: 0; a whole number of at least 1"):
+        multilabel_probe(*fit, *val, *test, epochs=0)
