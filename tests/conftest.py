@@ -5,18 +5,14 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from paperlib.core import RunParams, THREAD_ENV
-
-# The thread policy the runner gives every paper kernel (job.py), here for the tests that train in-process. Set before
-# torch is first imported (OpenMP reads it once): two pytest workers on two cores, each with torch's two spinning
-# OpenMP threads, made a 30-step toy training take 20 s instead of 3 on a busy machine
-for _k, _v in THREAD_ENV.items(): os.environ.setdefault(_k, _v)
+from paperlib.core import RunParams
 
 @pytest.fixture(scope="session", autouse=True)
 def one_compute_thread_per_worker():
-    """One torch/BLAS thread in each pytest process: the tests' models are toys that gain nothing from a second thread,
-    and the other worker (or another run) has the other core. Only where a test module brought torch in already."""
-    if "torch" in sys.modules:
+    """One torch/BLAS thread in each pytest process, the thread policy RunContext.create gives a notebook: two workers
+    on two cores, each with torch's two spinning OpenMP threads, made a 30-step toy training take 20 s instead of 3 on
+    a busy machine. Subprocesses (kernels, nbdev-test, Dask workers) keep their own policies."""
+    if "torch" in sys.modules:           # the test modules, all collected by now, brought it in
         from paperlib.core import set_pool_threads
         set_pool_threads(1)
     yield
