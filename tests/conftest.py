@@ -7,6 +7,16 @@ import pytest
 
 from paperlib.core import RunParams
 
+@pytest.fixture(scope="session", autouse=True)
+def one_compute_thread_per_worker():
+    """One torch/BLAS thread in each pytest process, the thread policy RunContext.create gives a notebook: two workers
+    on two cores, each with torch's two spinning OpenMP threads, made a 30-step toy training take 20 s instead of 3 on
+    a busy machine. Subprocesses (kernels, nbdev-test, Dask workers) keep their own policies."""
+    if "torch" in sys.modules:           # the test modules, all collected by now, brought it in
+        from paperlib.core import set_pool_threads
+        set_pool_threads(1)
+    yield
+
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 

@@ -124,9 +124,12 @@ def test_killed_worker_is_survived(tmp_path):
         reports = tmp_path / "r"
         assert run(proj, ["slow"], reports=reports, executor="dask", scheduler=c.address)["slow"].status == "ok"
         good = (reports / "slow" / "report.html").read_bytes()
-        # the next run sleeps 20 s in the kernel; kill whichever worker starts it
+        # the next run sleeps 20 s in the kernel; kill whichever worker starts it. The rerun on the survivor starts
+        # after the kill, when KILLED exists, and sleeps not at all: that the paper runs again elsewhere is the point
+        killed = tmp_path / "KILLED"
         nb = proj / "nbs/papers/slow.ipynb"
-        nb.write_text(nb.read_text().replace("os.environ.get('PAPERLIB_TEST_SLEEP', '0')", "'20'"))
+        nb.write_text(nb.read_text().replace("os.environ.get('PAPERLIB_TEST_SLEEP', '0')",
+                                             f"'0' if __import__('pathlib').Path({str(killed)!r}).exists() else '20'"))
         lines = []
         import threading
         res = {}
@@ -138,6 +141,7 @@ def test_killed_worker_is_survived(tmp_path):
         started = next(l for l in lines if "started on" in l).split("started on ")[1].split()[0]
         time.sleep(3)
         c.procs[started].send_signal(signal.SIGKILL)
+        killed.write_text("")
         assert (reports / "slow" / "report.html").read_bytes() == good          # nothing lost meanwhile
         th.join(240)
         assert not th.is_alive()

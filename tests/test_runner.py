@@ -1,12 +1,12 @@
 """The runner end to end on throw-away projects: cache, failure isolation, timeout, parallel jobs, two batches on one
 reports folder, signals, whole error messages, no HTML from data, bad input."""
-import json, os, re, signal, subprocess, sys, tempfile, threading, time
+import json, os, re, shutil, signal, subprocess, sys, tempfile, threading, time
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from conftest import paper_nb, make_project, GOOD, SLOW, BIN, foreground
+from conftest import paper_nb, make_project, GOOD, FLAKY, SLOW, BIN, foreground
 from paperlib.runner import reproduce
 from paperlib.job import KERNEL_PREFIX
 from paperlib.collection import paper_notebooks, check_papers, paper_meta
@@ -20,6 +20,19 @@ def run(project, names=(), **kw):
 def cli(project, *args, env=None, **kw):
     return subprocess.run([sys.executable, "-m", "paperlib.cli", *args], cwd=project, capture_output=True, text=True,
                           env={**os.environ, **(env or {})}, **kw)
+
+@pytest.fixture(scope="module")
+def good_report(tmp_path_factory):
+    """The `project` fixture's three papers after one ci run of `good` at seed 0: read by the tests that only read a
+    report, copied by those that go on from there (each paper run starts a kernel; this one is shared)."""
+    project = make_project(tmp_path_factory.mktemp("shared") / "proj", {"good": GOOD, "flaky": FLAKY, "slow": SLOW})
+    r = run(project, ["good"])["good"]
+    assert r.status == "ok", r.error
+    return project
+
+def copy_of(project: Path, dst: Path) -> Path:
+    "A copy of a project with its reports, to change freely."
+    return Path(shutil.copytree(project, dst))
 
 def test_papers_and_frontmatter(project):
     assert list(paper_notebooks(project)) == ["flaky", "good", "slow"]
@@ -52,18 +65,17 @@ def test_settings_errors_name_the_file_and_key(project):
     ini.write_text("[run]\nprofile = ci\ntimeout = 120.5\n")
     assert cli(project, "reproduce", "good").returncode == 0
 
-def test_run_writes_report_then_cache_hits(project):
-    r = run(project, ["good"])["good"]
-    assert r.status == "ok", r.error
-    out = project / "reports" / "good"
+def test_run_writes_report_then_cache_hits(good_report, tmp_path):
+    out = good_report / "reports" / "good"
     for f in ["good.ipynb", "report.html", "table_1.csv", "claims.json", "manifest.json"]:
         assert (out / f).exists(), f
     m = json.loads((out / "manifest.json").read_text())
     assert m["status"] == "ok" and m["profile"] == "ci" and m["data"]["kind"] == "embedded"
     assert m["runner"]["overhead_s"] >= 0 and m["runner"]["cells_s"] > 0
     assert json.loads((out / "claims.json").read_text())["claims"][0]["verdict"] == "reproduced"
-    index = (project / "reports" / "index.html").read_text()
+    index = (good_report / "reports" / "index.html").read_text()
     assert "Paper good" in index and 'href="good/report.html"' in index
+    project = copy_of(good_report, tmp_path / "proj")
     # unchanged -> cached; a markdown edit is not a code change
     nbp = project / "nbs/papers/good.ipynb"
     nb = nbformat.read(nbp, 4); nb.cells[3].source += "\nMore prose."; nbformat.write(nb, nbp)
@@ -75,9 +87,8 @@ def test_run_writes_report_then_cache_hits(project):
     assert run(project, ["good"], seed=1)["good"].status == "cached"
     assert run(project, ["good"], seed=1, force=True)["good"].status == "ok"
 
-def test_report_reads_like_a_paper_page(project):
-    run(project, ["good"])
-    html = (project / "reports/good/report.html").read_text()
+def test_report_reads_like_a_paper_page(good_report):
+    html = (good_report / "reports/good/report.html").read_text()
     body = html[html.index("<body"):]
     # the first screen: title, venue, data banner and verdicts, before any cell
     i_title, i_data, i_verd, i_cells = (body.index("Paper good"), body.index("Data: embedded default"),
@@ -99,10 +110,11 @@ def test_kernel_folders_are_removed(project, monkeypatch):
             if not psutil.pid_exists(int(d.name[len(KERNEL_PREFIX):].split("-")[0]))]
     assert not left, left
 
-def test_same_seed_gives_identical_csv(project):
-    run(project, ["good"])
-    first = (project / "reports/good/table_1.csv").read_bytes()
-    run(project, ["good"], force=True)
+def test_same_seed_gives_identical_csv(good_report, tmp_path):
+    first = (good_report / "reports/good/table_1.csv").read_bytes()
+    project = copy_of(good_report, tmp_path / "proj")
+    r = run(project, ["good"], force=True)["good"]
+    assert r.status == "ok", r.error                  # a failed rerun would leave the copied table in place
     assert (project / "reports/good/table_1.csv").read_bytes() == first
 
 def test_failure_keeps_last_good_report_and_batch_goes_on(project):
@@ -156,9 +168,9 @@ def test_parallel_jobs_divide_threads(project):
         m = json.loads((project / "reports" / s / "manifest.json").read_text())
         assert m["parameters"]["threads"] == expected
 
-def test_two_batches_on_one_reports_folder(project, monkeypatch):
+def test_two_batches_on_one_reports_folder(good_report, tmp_path, monkeypatch):
     "A cached no-op batch running beside a real one must not touch the real one's files."
-    run(project, ["good"])
+    project = copy_of(good_report, tmp_path / "proj")
     monkeypatch.setenv("PAPERLIB_TEST_SLEEP", "6")
     results = {}
     t = threading.Thread(target=lambda: results.update(run(project, ["slow"], force=True)))
@@ -234,9 +246,8 @@ def test_cache_key_follows_dataset_content(tmp_path):
     (data / "bfw" / "embeddings.npy").write_bytes(b"2" * 64)          # same shape, other values
     assert run(proj, ["good"], data_root=str(data))["good"].status == "ok"
 
-def test_html_report_is_self_contained(project):
-    run(project, ["good"])
-    html = (project / "reports/good/report.html").read_text()
+def test_html_report_is_self_contained(good_report):
+    html = (good_report / "reports/good/report.html").read_text()
     assert "MathJax" in html and "tex-svg" not in re.findall(r'<script src="([^"]+)"', html).__str__()
     external = re.findall(r'<(?:script|link|img)[^>]+(?:src|href)="(https?:)?//', html)
     assert not external, external
