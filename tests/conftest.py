@@ -105,6 +105,45 @@ def scratch_repo(tmp_path_factory):
     assert status["broken"]["status"] == "failed"
     return root
 
+NOISE = ("PosixPath(", "Claim(", "Gate(", "site-packages", ".staging")
+
+def check_run_contract(out: Path, profile: str, data_kind: str) -> None:
+    """A paper's run folder `out` keeps the run contract: the manifest's keys and artefacts, every claim a valid verdict
+    that respects its gates, effects and checks counted apart, and a report whose first screen names the data and the
+    verdicts before any result and whose outputs carry no code noise (issue 30). The same whatever the profile, so one
+    run of a paper serves this test and its own (the dry run, the tiny real run)."""
+    import re
+    from paperlib.report import VERDICTS, INFORMATIONAL
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["profile"] == profile and m["data"]["kind"] == data_kind and m["data"]["fingerprint"]
+    for key in ("parameters", "provenance", "timings", "runner", "verdicts", "gates"):
+        assert key in m, key
+    for a in m["artefacts"]:
+        assert (out / a).exists(), a
+    assert any(a.endswith(".csv") for a in m["artefacts"]) and any(a.endswith(".png") for a in m["artefacts"])
+    saved = json.loads((out / "claims.json").read_text())
+    claims, gates = saved["claims"], {g["id"]: g for g in saved["gates"]}
+    assert [c for c in claims if c["verdict"] != INFORMATIONAL], "a paper checks at least one claim"
+    for c in claims:
+        assert c["verdict"] in VERDICTS and c["rule_source"] in ("paper", "ours"), c["id"]
+        assert c["verdict"] != "not checkable" or c["reason"], c["id"]
+        assert set(c["gates"]) <= set(gates), c["id"]
+        if any(gates[g]["passed"] is not True for g in c["gates"]) and c["verdict"] in ("reproduced", "not reproduced"):
+            pytest.fail(f"{c['id']} counts as {c['verdict']} although a gate it depends on did not hold")
+    # the paper's effects are counted; checks of our implementation are counted apart (issue 27)
+    assert sum(saved["counts"][v] for v in VERDICTS) == sum(c["kind"] == "effect" for c in claims)
+    assert sum(saved["checks"][v] for v in VERDICTS) == sum(c["kind"] == "check" for c in claims)
+    html = (out / "report.html").read_text()
+    body = html[html.index("<body"):]
+    # results are images and tables; the first screen names the data and the verdicts before any of them
+    first_result = min(i for i in (body.find("<img"), body.find('<table id="T_'), body.find('class="dataframe')) if i >= 0)
+    assert 0 <= body.find("Data: ") < first_result, "the report says which data it used before any result"
+    assert 0 <= body.find("claims tested on this data") < first_result
+    # only outputs are scanned for noise: the code a reader opens may name these things
+    outputs = " ".join(re.findall(r'<div class="jp-OutputArea.*?(?=<div class="jp-Cell |\Z)', html, re.S))
+    found = {w: outputs.count(w) for w in NOISE if w in outputs}
+    assert not found, f"code noise in the report's outputs: {found}"
+
 def foreground():
     """`preexec_fn` for a child that a test will Ctrl-C: SIGINT at its default, as in a foreground command. A suite
     started in the background (`make test &`, nohup, some CI runners) hands its children SIGINT *ignored*, and Python

@@ -1,10 +1,11 @@
-"""Every paper notebook, executed end to end by papermill in the `ci` profile: it must succeed, write the run
-contract's artefacts, give every claim a valid verdict, and its report must say which data it used before any result.
-Each paper runs twice here, two notebooks at a time with one thread each: on the embedded default and on the tiny
-real dataset its test file writes (its full-profile dry run is tests/test_papers_dry.py, which `make test` runs on the
-other pytest worker meanwhile). Whether the same seed gives the same tables whatever the thread split is checked by
-`make check-determinism` (every paper, twice per profile: `DET_PROFILE=ci` for the seconds-long version), not here:
-a third run of every paper would be a third of the suite's time."""
+"""Every paper notebook, executed end to end by papermill on the tiny real dataset its test file writes, in the `ci`
+profile, two notebooks at a time with one thread each: it must succeed and keep the run contract (artefacts, valid
+verdicts that respect their gates, a report that says which data it used before any result). Its run on the embedded
+default is the full-profile dry run of tests/test_papers_dry.py (which `make test` runs on the other pytest worker
+meanwhile), which checks the same contract: each paper runs twice in the suite, once per data path, and each run serves
+two tests (issue 29: no paper run twice where once serves two tests). Whether the same seed gives the same tables
+whatever the thread split is checked by `make check-determinism` (every paper, twice per profile: `DET_PROFILE=ci` for
+the seconds-long version), not here."""
 import json, re
 from pathlib import Path
 
@@ -14,61 +15,11 @@ import pytest
 from paperlib.runner import reproduce
 from paperlib.collection import paper_notebooks, paper_meta
 from paperlib.core import RunParams
-from paperlib.report import VERDICTS, INFORMATIONAL
 from paperlib.datasets import dataset_folders
+from conftest import check_run_contract
 
 REPO = Path(__file__).resolve().parents[1]
 PAPERS = list(paper_notebooks(REPO))
-
-@pytest.fixture(scope="module")
-def ci_runs(tmp_path_factory):
-    reports = tmp_path_factory.mktemp("reports")
-    first = {r.slug: r for r in reproduce(PAPERS, profile="ci", jobs=2, root=REPO, reports=reports, log=print)}
-    return reports, first
-
-@pytest.mark.parametrize("slug", PAPERS)
-def test_paper_runs_in_ci_profile(ci_runs, slug):
-    reports, first = ci_runs
-    assert first[slug].status == "ok", first[slug].error
-    out = reports / slug
-    m = json.loads((out / "manifest.json").read_text())
-    assert m["profile"] == "ci" and m["data"]["kind"] in ("embedded", "real") and m["data"]["fingerprint"]
-    for key in ("parameters", "provenance", "timings", "runner", "verdicts", "gates"):
-        assert key in m, key
-    for a in m["artefacts"]:
-        assert (out / a).exists(), a
-    assert any(a.endswith(".csv") for a in m["artefacts"]) and any(a.endswith(".png") for a in m["artefacts"])
-    saved = json.loads((out / "claims.json").read_text())
-    claims, gates = saved["claims"], {g["id"]: g for g in saved["gates"]}
-    assert [c for c in claims if c["verdict"] != INFORMATIONAL], "a paper checks at least one claim"
-    for c in claims:
-        assert c["verdict"] in VERDICTS and c["rule_source"] in ("paper", "ours"), c["id"]
-        assert c["verdict"] != "not checkable" or c["reason"], c["id"]
-        assert set(c["gates"]) <= set(gates), c["id"]
-        if any(gates[g]["passed"] is not True for g in c["gates"]) and c["verdict"] in ("reproduced", "not reproduced"):
-            pytest.fail(f"{c['id']} counts as {c['verdict']} although a gate it depends on did not hold")
-    # the paper's effects are counted; checks of our implementation are counted apart (issue 27)
-    assert sum(saved["counts"][v] for v in VERDICTS) == sum(c["kind"] == "effect" for c in claims)
-    assert sum(saved["checks"][v] for v in VERDICTS) == sum(c["kind"] == "check" for c in claims)
-    html = (out / "report.html").read_text()
-    body = html[html.index("<body"):]
-    # results are images and tables; the first screen names the data and the verdicts before any of them
-    first_result = min(i for i in (body.find("<img"), body.find('<table id="T_'), body.find('class="dataframe')) if i >= 0)
-    assert 0 <= body.find("Data: ") < first_result, "the report says which data it used before any result"
-    assert 0 <= body.find("claims tested on this data") < first_result
-
-NOISE = ("PosixPath(", "Claim(", "Gate(", "site-packages", ".staging")
-
-@pytest.mark.parametrize("slug", PAPERS)
-def test_report_has_no_code_noise(ci_runs, slug):
-    """Issue 30: a report's outputs carry no repr of a return value, no machine path, no warning with a venv path.
-    Only outputs are scanned: the code a reader opens may name these things."""
-    reports, first = ci_runs
-    assert first[slug].status == "ok", first[slug].error
-    html = (reports / slug / "report.html").read_text()
-    outputs = " ".join(re.findall(r'<div class="jp-OutputArea.*?(?=<div class="jp-Cell |\Z)', html, re.S))
-    found = {w: outputs.count(w) for w in NOISE if w in outputs}
-    assert not found, f"{slug}: code noise in the report's outputs: {found}"
 
 @pytest.mark.parametrize("slug", PAPERS)
 def test_parameters_cell_is_the_contract(slug):
@@ -146,3 +97,4 @@ def test_paper_runs_on_its_tiny_real_dataset(tiny_real_runs, slug):
     assert run.status == "ok", run.error
     m = json.loads((out / "manifest.json").read_text())
     assert m["data"]["kind"] == "real" and m["parameters"]["data_root"]
+    check_run_contract(out, "ci", "real")

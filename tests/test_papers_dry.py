@@ -1,6 +1,7 @@
 """Every paper's full profile as a dry run (issue 29): full-size models and loaders, tiny inputs, every loop a couple of
-steps, on the CPU, so a GPU user is not the first to execute the full profile's code. Its own file so that `make test`
-(two pytest workers, one file each at a time) runs these notebooks beside tests/test_papers.py's instead of after them."""
+steps, on the CPU, so a GPU user is not the first to execute the full profile's code. The same run is the paper's run on
+its embedded default for the run contract (`check_run_contract`). Its own file so that `make test` (two pytest workers,
+one file each at a time) runs these notebooks beside tests/test_papers.py's instead of after them."""
 import json
 from pathlib import Path
 
@@ -8,6 +9,7 @@ import pytest
 
 from paperlib.runner import reproduce
 from paperlib.collection import paper_notebooks
+from conftest import check_run_contract
 
 REPO = Path(__file__).resolve().parents[1]
 PAPERS = list(paper_notebooks(REPO))
@@ -33,3 +35,11 @@ def test_full_profile_dry_run(dry_runs, slug):
     assert m["profile"] == "full" and m["dry_run"] is True
     plan = (reports / slug / "plan_vs_this_profile.csv").read_text()
     assert "a dry run: the loop runs a couple of steps" in plan, "no declared size has a dry value: nothing was shrunk"
+
+@pytest.mark.parametrize("slug", PAPERS)
+def test_dry_run_keeps_the_run_contract(dry_runs, slug):
+    """The run contract on the embedded default (artefacts, verdicts that respect their gates, a first screen that names
+    the data, no code noise): the dry run serves this test too, so no paper runs a third time (issue 29)."""
+    reports, runs = dry_runs
+    assert runs[slug].status == "ok", runs[slug].error
+    check_run_contract(reports / slug, "full", "embedded")
