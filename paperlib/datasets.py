@@ -24,19 +24,23 @@ __all__ = ['REGISTRY', 'DAGM_FOLDER', 'PCB_FOLDER', 'PLAIN_FOLDER', 'DAGM_CLASSE
            'SALIENT_FOLDER', 'TASKS_FOLDER', 'SALIENT_REASONS', 'MINORITY_TASKS', 'COMPANY_LAYOUT', 'PRODUCT_LAYOUT',
            'TASK_LAYOUT', 'SALIENT', 'MINORITY', 'CUB_IMAGES_TXT', 'CUB_LABELS_TXT', 'CUB_LAYOUTS', 'CUB_BREAKAGES',
            'CUB', 'CARS_BREAKAGES', 'CARS', 'ITA_BINS', 'CELEBA_IDS', 'CELEBA_MARKS', 'CELEBA_IDS_LAYOUT',
-           'CELEBA_SKIN', 'CELEBA_BREAKAGES', 'CELEBA', 'LFW_RACES', 'LFW_ATTRS', 'LFW_TINY_RACES', 'LFW_BREAKAGES',
-           'LFW', 'IMNET_FOLDER', 'IMNET_SPLITS_FOLDER', 'PLACES_FOLDER', 'IMNET_IN100_KEYS', 'IMAGENET_LT_LISTS',
-           'IMNET_TINY_WNIDS', 'IMNET_TINY_RGB', 'PLACES_TINY_SCENES', 'IMAGENET_LT_BREAKAGES', 'IMAGENET_BREAKAGES',
-           'PLACES_BREAKAGES', 'IMAGENET', 'IMAGENET_LT', 'PLACES', 'Dataset', 'register_dataset', 'get_dataset',
-           'find_folder', 'dataset_folders', 'folder_status', 'read_image', 'resize_image', 'load_dagm',
-           'read_voc_boxes', 'load_pcb', 'load_plain', 'read_stsb', 'read_stsb_sv', 'check_snapshot', 'parse_utkface',
-           'skipped_note', 'scan_utkface', 'scan_attributes', 'scan_morphs', 'load_embeddings',
-           'read_powertac_counterfactuals', 'write_tiny_powertac', 'read_powertac', 'read_labelled_csv', 'read_lines',
-           'read_salient_facts', 'read_minority_tasks', 'check_class_range', 'tiny_image', 'cub_home', 'read_cub',
-           'write_tiny_cub', 'read_cars', 'write_tiny_cars', 'read_table_after', 'ita_category', 'patch_ita',
-           'read_celeba', 'write_tiny_celeba', 'read_lfw', 'write_tiny_lfw', 'write_tiny_imagenet', 'write_tiny_places',
-           'write_tiny_imagenet_lt', 'read_imagenet_lt', 'check_imagenet', 'check_places', 'judge_imagenet_lt',
-           'write_tiny_imagenet_lt_splits', 'split_within_classes', 'subsample_classes']
+           'CELEBA_SKIN', 'CELEBA_ATTRIBUTES', 'CELEBA_SPLITS', 'CELEBA_SPLIT_SIZES', 'CELEBA_ATTR_FILE',
+           'CELEBA_PARTITION_FILE', 'CELEBA_PARTITION', 'CELEBA_ATTR_BREAKAGES', 'CELEBA_BREAKAGES', 'CELEBA',
+           'LFW_RACES', 'LFW_ATTRS', 'LFW_TINY_RACES', 'LFW_BREAKAGES', 'LFW', 'IMNET_FOLDER', 'IMNET_SPLITS_FOLDER',
+           'PLACES_FOLDER', 'IMNET_IN100_KEYS', 'IMAGENET_LT_LISTS', 'IMNET_TINY_WNIDS', 'IMNET_TINY_RGB',
+           'PLACES_TINY_SCENES', 'IMAGENET_LT_BREAKAGES', 'IMAGENET_BREAKAGES', 'PLACES_BREAKAGES', 'IMAGENET',
+           'IMAGENET_LT', 'PLACES', 'IMAGE_SUFFIXES', 'YFCC_FOLDER', 'VGG16_BN_FOLDER', 'YFCC_BREAKAGES',
+           'VGG16_BN_BREAKAGES', 'YFCC', 'VGG16_BN', 'Dataset', 'register_dataset', 'get_dataset', 'find_folder',
+           'dataset_folders', 'folder_status', 'read_image', 'resize_image', 'load_dagm', 'read_voc_boxes', 'load_pcb',
+           'load_plain', 'read_stsb', 'read_stsb_sv', 'check_snapshot', 'parse_utkface', 'skipped_note', 'scan_utkface',
+           'scan_attributes', 'scan_morphs', 'load_embeddings', 'read_powertac_counterfactuals', 'write_tiny_powertac',
+           'read_powertac', 'read_labelled_csv', 'read_lines', 'read_salient_facts', 'read_minority_tasks',
+           'check_class_range', 'tiny_image', 'cub_home', 'read_cub', 'write_tiny_cub', 'read_cars', 'write_tiny_cars',
+           'read_table_after', 'ita_category', 'patch_ita', 'read_celeba', 'celeba_split_by_index', 'read_celeba_attrs',
+           'write_tiny_celeba', 'judge_celeba', 'read_lfw', 'write_tiny_lfw', 'write_tiny_imagenet',
+           'write_tiny_places', 'write_tiny_imagenet_lt', 'read_imagenet_lt', 'check_imagenet', 'check_places',
+           'judge_imagenet_lt', 'write_tiny_imagenet_lt_splits', 'read_image_tree', 'write_tiny_yfcc_celeba',
+           'vgg16_bn_weights', 'check_vgg16_bn', 'split_within_classes', 'subsample_classes']
 
 # %% ../nbs/24_datasets.ipynb #f9fe6ab5
 @dataclass(eq=False)
@@ -931,6 +935,9 @@ CELEBA_MARKS = [Column("image"), *[Column(c, kind="int") for c in ("lefteye_x", 
 CELEBA_IDS_LAYOUT = Layout("CelebA identities", "one line per image: file name and person", CELEBA_IDS, index="identity_CelebA.txt",
                            sep=None, header=False, unique=("image",))
 
+def _bad_row(path, df, i, col, what) -> DataError:
+    return DataError(f"{path}, row {df.attrs['lines'][i]}, column {col!r}: {what}")
+
 def _celeba_marks(folder: Path, known) -> pd.DataFrame:
     marks_path = folder / "list_landmarks_align_celeba.txt"
     if marks_path.is_file():
@@ -975,8 +982,84 @@ def read_celeba(folder, cache: Path | None = None) -> pd.DataFrame:
 
 CELEBA_SKIN = ((240, 215, 200), (225, 190, 165), (200, 160, 130), (170, 125, 95), (130, 90, 65), (80, 55, 40), (235, 205, 185), (150, 105, 80))
 
+
+# %% ../nbs/24_datasets.ipynb #01235462
+CELEBA_ATTRIBUTES = (
+    "5_o_Clock_Shadow", "Arched_Eyebrows", "Attractive", "Bags_Under_Eyes", "Bald", "Bangs", "Big_Lips", "Big_Nose",
+    "Black_Hair", "Blond_Hair", "Blurry", "Brown_Hair", "Bushy_Eyebrows", "Chubby", "Double_Chin", "Eyeglasses", "Goatee",
+    "Gray_Hair", "Heavy_Makeup", "High_Cheekbones", "Male", "Mouth_Slightly_Open", "Mustache", "Narrow_Eyes", "No_Beard",
+    "Oval_Face", "Pale_Skin", "Pointy_Nose", "Receding_Hairline", "Rosy_Cheeks", "Sideburns", "Smiling", "Straight_Hair",
+    "Wavy_Hair", "Wearing_Earrings", "Wearing_Hat", "Wearing_Lipstick", "Wearing_Necklace", "Wearing_Necktie", "Young")
+CELEBA_SPLITS = ("train", "val", "test")            # list_eval_partition.txt's 0, 1, 2
+CELEBA_SPLIT_SIZES = (162_770, 19_867, 19_962)      # the official split of the 202,599 images, by index order
+CELEBA_ATTR_FILE, CELEBA_PARTITION_FILE = "list_attr_celeba.txt", "list_eval_partition.txt"
+CELEBA_PARTITION = [Column("image", doc="file name under img_align_celeba/"),
+                    Column("partition", kind="int", choices=(0, 1, 2), doc="0 train, 1 val, 2 test")]
+
+def celeba_split_by_index(n: int) -> np.ndarray:
+    """The split ('train', 'val', 'test') of `n` images in file order: CelebA's official sizes at 202,599, the same
+    fractions (rounded) otherwise, with at least one image in each split when n >= 3."""
+    total = sum(CELEBA_SPLIT_SIZES)
+    tr, va = round(n * CELEBA_SPLIT_SIZES[0] / total), round(n * CELEBA_SPLIT_SIZES[1] / total)
+    if n >= 3: va = max(va, 1); tr = min(max(tr, 1), n - va - 1)
+    va = min(va, n - tr)
+    return np.repeat(np.array(CELEBA_SPLITS), [tr, va, n - tr - va])
+
+def _celeba_attr_header(path: Path) -> tuple[int, list]:
+    "(the image count of line 1, the 40 attribute names of line 2) of list_attr_celeba.txt."
+    if not path.is_file(): raise DataError(f"missing file {path} (CelebA's 40 attributes per image, Anno/{CELEBA_ATTR_FILE} of the archive)")
+    with open(path, encoding="utf-8-sig", errors="replace") as f: first, second = f.readline().strip(), f.readline().split()
+    if not first.isdigit(): raise DataError(f"{path}, row 1: {first[:40]!r} is not the image count (a whole number)")
+    if len(second) != len(CELEBA_ATTRIBUTES):
+        raise DataError(f"{path}, row 2: {len(second)} attribute names, but the header line must name {len(CELEBA_ATTRIBUTES)} "
+                        f"(CelebA's: {' '.join(CELEBA_ATTRIBUTES[:3])} ... {CELEBA_ATTRIBUTES[-1]})")
+    bad = next((n for i, n in enumerate(second) if n in second[:i] or n in ("image", "path", "split", "table", "line")), None)
+    if bad: raise DataError(f"{path}, row 2: attribute name {bad!r} {'repeats' if second.count(bad) > 1 else 'is a column the reader adds'}")
+    return int(first), second
+
+def _celeba_partition(folder: Path, t: pd.DataFrame, attr_path: Path) -> np.ndarray:
+    "The split of each row of the attribute table `t`: list_eval_partition.txt's when present, else by index order."
+    part = folder / CELEBA_PARTITION_FILE
+    if not part.is_file(): return celeba_split_by_index(len(t))
+    p = read_table(part, CELEBA_PARTITION, sep=None, header=False, unique=("image",))
+    of = dict(zip(p.image, p.partition))
+    miss = next((i for i, im in enumerate(t.image) if im not in of), None)
+    if miss is not None:
+        raise DataError(f"{part}: image {t.image[miss]} (row {t.attrs['lines'][miss]} of {attr_path}) is not listed; "
+                        f"every image of {CELEBA_ATTR_FILE} needs its partition (0 train, 1 val, 2 test)")
+    return np.array(CELEBA_SPLITS)[[of[im] for im in t.image]]
+
+def read_celeba_attrs(folder) -> pd.DataFrame:
+    """CelebA's 40 attributes of `celeba/`: path (absolute, under img_align_celeba/), one 0/1 column per attribute (-1 -> 0)
+    under line 2's names, split, table, line. The split is list_eval_partition.txt's; without it, by index order: the
+    official 162,770 / 19,867 / rest at 202,599 rows, the same fractions for any other count (`celeba_split_by_index`)."""
+    folder = Path(folder).absolute()
+    path = folder / CELEBA_ATTR_FILE
+    count, names = _celeba_attr_header(path)
+    cols = [Column("image", doc="file name under img_align_celeba/"), *[Column(n, kind="int", choices=(-1, 1)) for n in names]]
+    t = read_table_after(path, cols, skip=2, sep=None, header=False, unique=("image",))
+    if len(t) != count: raise DataError(f"{path}, row 1: the image count is {count}, but the file has {len(t)} image rows")
+    paths = [str(folder / "img_align_celeba" / im) for im in t.image]
+    _check_files(paths, path, t.attrs["lines"], "image")
+    split = _celeba_partition(folder, t, path)
+    df = pd.DataFrame({"path": paths, **{n: (t[n].to_numpy() > 0).astype(np.int64) for n in names},
+                       "split": split, "table": str(path), "line": t.attrs["lines"]})
+    df.attrs["tables"] = [path] + ([folder / CELEBA_PARTITION_FILE] if (folder / CELEBA_PARTITION_FILE).is_file() else [])
+    return df
+
+# %% ../nbs/24_datasets.ipynb #5984dcfa
+def _write_celeba_attrs(folder: Path, images: list) -> None:
+    "list_attr_celeba.txt (seeded -1/1, both values in every column) and list_eval_partition.txt (by index order) of `images`."
+    v = np.random.default_rng(18).choice([-1, 1], (len(images), len(CELEBA_ATTRIBUTES)))
+    for j in range(v.shape[1]): v[j % len(images), j], v[(j + 1) % len(images), j] = 1, -1
+    rows = [f"{im} " + " ".join(f"{x:2d}" for x in r) for im, r in zip(images, v)]      # the archive's aligned columns
+    (folder / CELEBA_ATTR_FILE).write_text(f"{len(images)}\n{' '.join(CELEBA_ATTRIBUTES)}\n" + "\n".join(rows) + "\n")
+    split = celeba_split_by_index(len(images))
+    (folder / CELEBA_PARTITION_FILE).write_text("".join(f"{im} {CELEBA_SPLITS.index(s)}\n" for im, s in zip(images, split)))
+
 def write_tiny_celeba(folder, skins=CELEBA_SKIN, per_person: int = 8) -> None:
-    "A tiny CelebA under `folder`: one person per colour of `skins` (persons 101, 102, ...), `per_person` 40x48 faces each."
+    """A tiny CelebA under `folder`: one person per colour of `skins` (persons 101, 102, ...), `per_person` 40x48 faces each,
+    their identities, landmarks, 40 attributes and partition."""
     folder = Path(folder)
     ids, marks, i = [], [], 0
     for person, rgb in enumerate(skins, 1):
@@ -987,14 +1070,41 @@ def write_tiny_celeba(folder, skins=CELEBA_SKIN, per_person: int = 8) -> None:
     (folder / "identity_CelebA.txt").write_text("\n".join(ids) + "\n")
     head = "lefteye_x lefteye_y righteye_x righteye_y nose_x nose_y leftmouth_x leftmouth_y rightmouth_x rightmouth_y"
     (folder / "list_landmarks_align_celeba.txt").write_text(f"{len(marks)}\n{head}\n" + "\n".join(marks) + "\n")
+    _write_celeba_attrs(folder, [f"{k:06d}.jpg" for k in range(1, i + 1)])
 
-CELEBA_BREAKAGES = (         # the identity table `paperlib list` judges; read_celeba's landmark checks are tested with it
+def judge_celeba(folder) -> Path:
+    "A DataError unless `folder` holds a readable identity table or attribute table; one present but broken is an error."
+    folder = Path(folder)
+    ids, attrs = folder / CELEBA_IDS_LAYOUT.index, folder / CELEBA_ATTR_FILE
+    if not ids.is_file() and not attrs.is_file():
+        raise DataError(f"{folder}: neither {ids.name} (the identities findml_parade reads) nor {attrs.name} (the 40 attributes "
+                        "vcl_beta_divergence reads); CelebA's folder needs one of them")
+    if ids.is_file(): read_tables(folder, (CELEBA_IDS_LAYOUT,))
+    if attrs.is_file(): read_celeba_attrs(folder)
+    return folder
+
+def _attr_row(i, fn): return _edit(CELEBA_ATTR_FILE, lambda l: l[:i] + [fn(l[i])] + l[i + 1:])
+
+CELEBA_ATTR_BREAKAGES = (    # the attribute table (VCL's); findml's read_celeba does not read it
+    ("attribute value 0", _attr_row(3, lambda r: r.rsplit(" ", 1)[0] + " 0"),
+     "list_attr_celeba.txt, row 4, column 'Young': '0' is not one of the valid values (-1, 1)"),
+    ("attribute row short", _attr_row(4, lambda r: " ".join(r.split()[:20])), "list_attr_celeba.txt, row 5: 20 fields, but the format has 41"),
+    ("attribute count wrong", _edit(CELEBA_ATTR_FILE, _set(0, "999")), "list_attr_celeba.txt, row 1: the image count is 999, but the file has"),
+    ("39 attribute names", _attr_row(1, lambda r: r.rsplit(" ", 1)[0]), "list_attr_celeba.txt, row 2: 39 attribute names, but the header line must name 40"),
+    ("attribute image missing", lambda f: (Path(f) / "img_align_celeba" / "000003.jpg").unlink(),
+     "list_attr_celeba.txt, row 5, column 'image': missing image file"),
+    ("image without partition", _edit(CELEBA_PARTITION_FILE, lambda l: l[:2] + l[3:]),
+     "list_eval_partition.txt: image 000003.jpg (row 5 of"),
+    ("neither table", lambda f: [(Path(f) / n).unlink() for n in ("identity_CelebA.txt", CELEBA_ATTR_FILE)],
+     "neither identity_CelebA.txt (the identities findml_parade reads) nor list_attr_celeba.txt"),
+)
+CELEBA_BREAKAGES = (         # the identity table; read_celeba's landmark checks are tested with it
     ("identity not a number", _edit("identity_CelebA.txt", _set(1, "000002.jpg abc")), "identity_CelebA.txt, row 2, column 'identity': 'abc' is not a valid int"),
     ("duplicate image", _edit("identity_CelebA.txt", _set(2, "000001.jpg 101")), "identity_CelebA.txt, row 3, column 'image': '000001.jpg' repeats row 1"),
     ("identity file empty", _write("identity_CelebA.txt", b""), "identity_CelebA.txt has no rows"),
-)
-CELEBA = register_dataset(Dataset("celeba", "CelebA: aligned face photos with identities and landmarks", (CELEBA_IDS_LAYOUT,),
-                                  write_tiny=write_tiny_celeba, breakages=CELEBA_BREAKAGES))
+) + CELEBA_ATTR_BREAKAGES
+CELEBA = register_dataset(Dataset("celeba", "CelebA: aligned face photos with identities and landmarks, or with 40 binary attributes",
+                                  (CELEBA_IDS_LAYOUT,), check=judge_celeba, write_tiny=write_tiny_celeba, breakages=CELEBA_BREAKAGES))
 
 # %% ../nbs/24_datasets.ipynb #d4cbc03d
 LFW_RACES = ("White", "Black", "Asian", "Indian")
@@ -1203,6 +1313,51 @@ IMAGENET_LT = register_dataset(Dataset(IMNET_SPLITS_FOLDER, "the MAK/SDCLR split
                                        write_tiny=write_tiny_imagenet_lt_splits, breakages=IMAGENET_LT_BREAKAGES))
 PLACES = register_dataset(Dataset(PLACES_FOLDER, "Places365 scene images (those the ImageNet-Places mix names)", check=check_places,
                                   write_tiny=write_tiny_places, breakages=PLACES_BREAKAGES))
+
+# %% ../nbs/24_datasets.ipynb #9b601920
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
+YFCC_FOLDER, VGG16_BN_FOLDER = "yfcc_celeba", "vgg16_bn_imagenet"
+
+def read_image_tree(folder) -> pd.DataFrame:
+    "`path` (absolute, sorted) of every image file (.jpg, .jpeg, .png, any case) under `folder`; hidden files skipped."
+    folder = Path(folder).absolute()
+    if not folder.is_dir(): raise DataError(f"missing folder {folder}")
+    paths = sorted(str(p) for p in folder.rglob("*")
+                   if p.suffix.lower() in IMAGE_SUFFIXES and not p.name.startswith(".") and p.is_file())
+    if not paths: raise DataError(f"{folder}: no image file ({', '.join(IMAGE_SUFFIXES)}, any case) in it or its sub-folders")
+    return pd.DataFrame(dict(path=paths))
+
+def write_tiny_yfcc_celeba(folder, n: int = 10) -> list:
+    "`n` tiny 40x48 JPEG faces under `folder`, alternately in sub-folders a/ and b/; their relative paths."
+    rels = [f"{'ab'[i % 2]}/{i:06d}.jpg" for i in range(n)]
+    for i, rel in enumerate(rels): tiny_image(Path(folder) / rel, (200 - 9 * i, 160, 120 + 9 * i), 7000 + i, size=(40, 48))
+    return rels
+
+def vgg16_bn_weights(folder) -> Path:
+    "The one weights file (*.pth or *.pt, any case) in `folder`; a DataError when there is none or several."
+    folder = Path(folder)
+    if not folder.is_dir(): raise DataError(f"missing folder {folder}")
+    found = sorted(p for p in folder.iterdir() if p.suffix.lower() in (".pth", ".pt") and p.is_file())
+    if not found: raise DataError(f"{folder}: no weights file (*.pth or *.pt); put torchvision's ImageNet vgg16_bn weights there "
+                                  "(vgg16_bn-6c64b313.pth)")
+    if len(found) > 1: raise DataError(f"{folder}: {len(found)} weights files ({', '.join(p.name for p in found)}); "
+                                       "keep one, torchvision's ImageNet vgg16_bn")
+    return found[0]
+
+def check_vgg16_bn(folder) -> Path:
+    "vgg16_bn_weights(folder), loaded as VCL's 128-px VGG16-bn: a DataError names a file that is not a VGG16-bn state dict."
+    from paperlib.images import load_vgg16_bn            # torch is imported only when the folder is judged
+    p = vgg16_bn_weights(folder)
+    load_vgg16_bn(p, input_size=128)
+    return p
+
+YFCC_BREAKAGES = (("no images", lambda f: [shutil.rmtree(p) for p in Path(f).iterdir()], "no image file (.jpg, .jpeg, .png, any case)"),)
+VGG16_BN_BREAKAGES = (("not a state dict", _write("vgg16_bn.pth", b"hello"), "vgg16_bn.pth: cannot read a state dict"),)
+YFCC = register_dataset(Dataset(YFCC_FOLDER, "YFCC-CelebA, the authors' noisy web images, unlabelled", check=read_image_tree,
+                                write_tiny=write_tiny_yfcc_celeba, breakages=YFCC_BREAKAGES))
+# no write_tiny: the weights are 553 MB; the breakage is tested on a folder holding only the broken file
+VGG16_BN = register_dataset(Dataset(VGG16_BN_FOLDER, "torchvision's ImageNet VGG16-bn weights (one .pth file), VCL's optional start",
+                                    check=check_vgg16_bn, breakages=VGG16_BN_BREAKAGES))
 
 # %% ../nbs/24_datasets.ipynb #bf5efd36
 def split_within_classes(labels, seed: int = 0, min_per_class: int = 4) -> tuple[np.ndarray, np.ndarray]:

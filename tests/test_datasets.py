@@ -1,14 +1,16 @@
 """Every folder a paper reads is one registered dataset, declared by the paper and judged once by `paperlib list
 --data-root`: the frontmatter's datasets equal the module's `DATASETS`, a folder read by a paper's own reader is judged
 by that reader, and a folder is found under its official archive's name as well as ours."""
-import importlib, subprocess, sys
+import importlib, re, subprocess, sys
 from pathlib import Path
 
 import pytest
 
 from paperlib.collection import paper_notebooks, paper_meta
-from paperlib.datasets import (REGISTRY, IMAGENET_LT_LISTS, IMNET_SPLITS_FOLDER, dataset_folders, folder_status,
-                               read_imagenet_lt, write_tiny_imagenet_lt)
+from paperlib.data import DataError
+from paperlib.datasets import (REGISTRY, IMAGENET_LT_LISTS, IMNET_SPLITS_FOLDER, CELEBA_ATTRIBUTES, CELEBA_ATTR_FILE,
+                               CELEBA_PARTITION_FILE, dataset_folders, folder_status, read_imagenet_lt, write_tiny_imagenet_lt,
+                               write_tiny_celeba, read_celeba_attrs, read_image_tree, write_tiny_yfcc_celeba, vgg16_bn_weights)
 
 
 @pytest.mark.parametrize("slug", list(paper_notebooks()))
@@ -26,7 +28,8 @@ def test_a_folder_has_one_dataset_shared_by_its_papers():
     assert set(readers) <= set(REGISTRY)
 
 
-@pytest.mark.parametrize("folder", ["cub2011", "cars196", "celeba", "lfw", "imagenet", "imagenet_lt_splits", "places365"])
+@pytest.mark.parametrize("folder", ["cub2011", "cars196", "celeba", "lfw", "imagenet", "imagenet_lt_splits", "places365",
+                                    "yfcc_celeba"])
 def test_library_dataset_tiny_copy_is_valid_and_each_breakage_is_named(folder, tmp_path):
     ds = REGISTRY[folder]
     for name, mutate, expected in ds.breakages:
@@ -116,3 +119,88 @@ def test_imagenet_lt_optional_lists_may_be_absent(tmp_path):
     write_tiny_imagenet_lt(tmp_path)
     for key in ("fewshot", "mix"): (tmp_path / IMNET_SPLITS_FOLDER / IMAGENET_LT_LISTS[key].index).unlink()
     assert sorted(read_imagenet_lt(tmp_path)) == ["in900", "seed", "test", "train"]
+
+
+def test_celeba_attributes_of_the_tiny_copy(tmp_path):
+    "VCL's CelebA: 32 faces, 40 attributes as 0/1 with both values present, the partition file's split, real line numbers."
+    folder = tmp_path / "celeba"
+    write_tiny_celeba(folder, per_person=4)
+    df = read_celeba_attrs(folder)
+    assert list(df.columns) == ["path", *CELEBA_ATTRIBUTES, "split", "table", "line"] and len(CELEBA_ATTRIBUTES) == 40
+    assert len(df) == 32 and df.line.tolist() == list(range(3, 35)) and set(df.table) == {str(folder.absolute() / CELEBA_ATTR_FILE)}
+    assert df.split.value_counts().to_dict() == dict(train=26, val=3, test=3) and df.split.tolist()[-3:] == ["test"] * 3
+    v = df[list(CELEBA_ATTRIBUTES)].to_numpy()
+    assert set(v.ravel()) == {0, 1} and (v.min(0) == 0).all() and (v.max(0) == 1).all()
+    assert all(Path(p).is_absolute() and Path(p).is_file() for p in df.path)
+    raw = (folder / CELEBA_ATTR_FILE).read_text().splitlines()
+    assert raw[0] == "32" and raw[1].split() == list(CELEBA_ATTRIBUTES)
+    assert v[5].tolist() == [int(x == "1") for x in raw[7].split()[1:]]
+    lines = (folder / CELEBA_PARTITION_FILE).read_text().splitlines()
+    (folder / CELEBA_PARTITION_FILE).write_text("\n".join(["000001.jpg 1"] + lines[1:]) + "\n")
+    assert read_celeba_attrs(folder).split[0] == "val"
+    (folder / CELEBA_PARTITION_FILE).unlink()
+    assert read_celeba_attrs(folder).split.tolist() == df.split.tolist()          # the same split by index order
+
+
+@pytest.mark.parametrize("row, expected", [("000004.jpg" + " 1" * 39 + " 0", "row 6, column 'Young': '0' is not one of the valid values (-1, 1)"),
+                                           ("000004.jpg" + " x" + " 1" * 39, "row 6, column '5_o_Clock_Shadow': 'x' is not a valid int"),
+                                           ("000004.jpg" + " 1" * 41, "row 6: 42 fields, but the format has 41"),
+                                           ("000001.jpg" + " -1" * 40, "row 6, column 'image': '000001.jpg' repeats row 3")])
+def test_celeba_attribute_errors_name_file_row_and_column(tmp_path, row, expected):
+    write_tiny_celeba(tmp_path, per_person=1)
+    lines = (tmp_path / CELEBA_ATTR_FILE).read_text().splitlines()
+    (tmp_path / CELEBA_ATTR_FILE).write_text("\n".join(lines[:5] + [row] + lines[6:]) + "\n")
+    with pytest.raises(DataError, match="list_attr_celeba.txt, " + re.escape(expected)):
+        read_celeba_attrs(tmp_path)
+
+
+def test_celeba_folder_valid_with_either_table(tmp_path):
+    "`paperlib list` accepts celeba/ with findml's identity table or VCL's attribute table, and names both when neither is there."
+    importlib.import_module("paperlib.papers.findml_parade")
+    write_tiny_celeba(tmp_path / "celeba", per_person=2)
+    judge = lambda: {r["folder"]: r for r in folder_status(tmp_path, ["findml_parade"])}["celeba"]
+    assert judge()["valid"] is True
+    (tmp_path / "celeba" / "identity_CelebA.txt").rename(tmp_path / "ids.txt")
+    assert judge()["valid"] is True
+    (tmp_path / "celeba" / CELEBA_ATTR_FILE).write_text("16\n" + " ".join(CELEBA_ATTRIBUTES) + "\n000001.jpg 1\n")
+    assert judge()["valid"] is False and "row 3: 2 fields, but the format has 41" in judge()["error"]
+    (tmp_path / "celeba" / CELEBA_ATTR_FILE).unlink()
+    assert judge()["valid"] is False and "neither identity_CelebA.txt" in judge()["error"] and CELEBA_ATTR_FILE in judge()["error"]
+    (tmp_path / "ids.txt").rename(tmp_path / "celeba" / "identity_CelebA.txt")
+    assert judge()["valid"] is True
+
+
+def test_yfcc_celeba_tree_lists_images_in_any_case(tmp_path):
+    rels = write_tiny_yfcc_celeba(tmp_path)
+    assert len(rels) == 10 and {r.split("/")[0] for r in rels} == {"a", "b"}
+    (tmp_path / "b" / "deep").mkdir(); (tmp_path / "b" / "deep" / "X.JpEg").write_bytes((tmp_path / rels[0]).read_bytes())
+    (tmp_path / "readme.txt").write_text("not an image")
+    paths = read_image_tree(tmp_path).path.tolist()
+    assert paths == sorted(paths) and len(paths) == 11 and all(Path(p).is_absolute() for p in paths) and paths[-1].endswith("b/deep/X.JpEg")
+    (tmp_path / "empty" / "sub").mkdir(parents=True); (tmp_path / "empty" / "sub" / "a.gif").write_bytes(b"GIF89a")
+    with pytest.raises(DataError, match=r"empty: no image file \(\.jpg, \.jpeg, \.png, any case\)"):
+        read_image_tree(tmp_path / "empty")
+
+
+def test_vgg16_bn_folder_one_weights_file_loaded_as_vgg16_bn(tmp_path, monkeypatch):
+    "No tiny copy (553 MB): one .pth/.pt is found, none or several are named, the file is loaded at 128 px, and the breakages hold."
+    import torch
+    import paperlib.images
+    ds = REGISTRY["vgg16_bn_imagenet"]
+    assert ds.write_tiny is None and ds.breakages
+    with pytest.raises(DataError, match="no weights file"): ds.judge(tmp_path)
+    torch.save({"features.0.weight": torch.zeros(1)}, tmp_path / "vgg16_bn-6c64b313.pth")
+    assert vgg16_bn_weights(tmp_path) == tmp_path / "vgg16_bn-6c64b313.pth"
+    with pytest.raises(DataError, match="not a VGG16-bn state dict with torchvision's names"): ds.judge(tmp_path)
+    seen = []
+    monkeypatch.setattr(paperlib.images, "load_vgg16_bn", lambda path, input_size=224: seen.append((path, input_size)))
+    ds.judge(tmp_path)
+    assert seen == [(tmp_path / "vgg16_bn-6c64b313.pth", 128)]
+    (tmp_path / "copy.PT").write_bytes(b"x")
+    with pytest.raises(DataError, match=r"2 weights files \(copy.PT, vgg16_bn-6c64b313.pth\)"): vgg16_bn_weights(tmp_path)
+    monkeypatch.undo()
+    for name, mutate, expected in ds.breakages:
+        folder = tmp_path / name.replace(" ", "_"); folder.mkdir()
+        mutate(folder)
+        with pytest.raises(DataError) as e: ds.judge(folder)
+        assert expected in str(e.value), (name, str(e.value))
