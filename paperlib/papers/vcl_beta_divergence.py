@@ -326,9 +326,10 @@ class BetaSimilarity(BaseDistance):
         super().__init__(is_inverted=True)
         if distance not in DISTANCES: raise ValueError(f"unknown distance {distance!r}; valid: {', '.join(DISTANCES)}")
         beta_similarity(torch.zeros(1), beta, sigma0, c, p)            # checks beta now, not at the first batch
-        self.beta, self.sigma0, self.c, self.p, self.sq = beta, sigma0, c, p, distance == "sq_euclidean"
+        # not self.p: pytorch-metric-learning's BaseDistance normalises with the norm of order self.p (2)
+        self.beta, self.sigma0, self.c, self.p_exp, self.sq = beta, sigma0, c, p, distance == "sq_euclidean"
 
-    def _s(self, d): return beta_similarity(d ** 2 if self.sq else d, self.beta, self.sigma0, self.c, self.p)
+    def _s(self, d): return beta_similarity(d ** 2 if self.sq else d, self.beta, self.sigma0, self.c, self.p_exp)
     def compute_mat(self, q, r): return self._s(torch.cdist(q, r))
     def pairwise_distance(self, q, r): return self._s((q - r).norm(dim=1))
 
