@@ -27,7 +27,7 @@ from pytorch_metric_learning.distances import BaseDistance, CosineSimilarity
 
 # %% auto #0
 __all__ = ['DIGITS', 'ATTR_TYPES', 'ATTRIBUTES', 'VCL_PHOTOS', 'OUTLIER_MIX', 'DATASETS', 'IMAGENET_MEAN', 'IMAGENET_STD',
-           'ARCHS', 'JSD_VARIANTS', 'SIGMA0', 'DISTANCES', 'OBJECTIVES', 'FINE_TUNE_AUG', 'PAPER_TABLE_1',
+           'ARCHS', 'JSD_VARIANTS', 'SIGMA0', 'DISTANCES', 'CRITERIA', 'OBJECTIVES', 'FINE_TUNE_AUG', 'PAPER_TABLE_1',
            'PAPER_TABLE_2', 'PAPER_TABLE_3', 'PAPER_TABLE_4A', 'digit_attributes', 'draw_cells', 'digit_halves',
            'random_colours', 'render', 'photo_crop', 'noise_image', 'outliers', 'unalign', 'check_eta', 'noisy_pool',
            'AttrData', 'digit_attr', 'real_attr', 'Normalise', 'vgg_mini_bn', 'make_backbone', 'GaussianHead',
@@ -346,10 +346,19 @@ class Objective:
     c: float = 128
     p: float = 1.0
     distance: str = "euclidean"
+    criterion: str = "nt_xent"        # or "vicreg" (pytorch-metric-learning's VICRegLoss on the projection; full profile)
+
+CRITERIA = ("nt_xent", "vicreg")
 
 def objective_loss(o: Objective):
     "loss(out, y) of objective `o` on the model's output for the stacked views (labels unused)."
     check_jsd_variant(o.jsd_variant)
+    if o.criterion not in CRITERIA: raise ValueError(f"unknown criterion {o.criterion!r}; valid: {', '.join(CRITERIA)}")
+    if o.criterion == "vicreg":
+        if o.head != "projection" or o.jsd or o.kl: raise ValueError("VICReg reads one projection: head='projection', no variational terms")
+        from pytorch_metric_learning.losses import VICRegLoss
+        vic = VICRegLoss()
+        return lambda out, y: vic(out[:len(out) // 2], ref_emb=out[len(out) // 2:])
     sim = CosineSimilarity() if o.beta is None else BetaSimilarity(o.beta, SIGMA0, o.c, o.p, o.distance)
     if o.head == "projection":
         if o.jsd or o.kl: raise ValueError("the variational terms need the Gaussian head (head='gaussian')")
@@ -381,6 +390,7 @@ OBJECTIVES = {
     "β + KL": Objective(jsd=False),
     "VCL τ 0.1": Objective(beta=None, tau=0.1), "VCL τ 0.2": Objective(beta=None, tau=0.2),     # Table 4b (without beta, as the paper)
     "VCL-β 0.001": Objective(beta=0.001), "VCL-β 0.01": Objective(beta=0.01),                   # Table 4c
+    "VICReg": Objective(head="projection", beta=None, jsd=False, kl=False, criterion="vicreg"),  # a second baseline (full profile)
 }
 
 def ssl_net(o: Objective, arch: str, side: int, width: int) -> SSLNet:
