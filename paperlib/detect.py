@@ -100,12 +100,12 @@ def match(gt_boxes, gt_labels, priors: torch.Tensor, threshold: float = 0.5, var
     "SSD matching of x1y1x2y2 `gt_boxes` (G, 4) with labels >= 1 to cx cy w h `priors`: (loc_t, conf_t)."
     _check_threshold(threshold, "threshold")
     gt_boxes = _as_boxes(gt_boxes, "gt_boxes")
-    gt_labels = torch.as_tensor(gt_labels, dtype=torch.long)
+    gt_labels = torch.as_tensor(gt_labels, dtype=torch.long, device=priors.device)
     if gt_labels.shape != (len(gt_boxes),):
         raise ValueError(f"gt_labels must have shape ({len(gt_boxes)},), got {tuple(gt_labels.shape)}")
     if (gt_labels < 1).any(): raise ValueError("gt_labels must be >= 1 (0 is the background)")
     P = len(priors)
-    if len(gt_boxes) == 0: return torch.zeros(P, 4), torch.zeros(P, dtype=torch.long)
+    if len(gt_boxes) == 0: return priors.new_zeros(P, 4), torch.zeros(P, dtype=torch.long, device=priors.device)
     iou = box_iou(gt_boxes, cxcywh_to_xyxy(priors))  # (G, P)
     best_iou, best_gt = iou.max(0)
     best_prior = iou.argmax(1)
@@ -126,7 +126,7 @@ def hard_negative_mask(conf_loss: torch.Tensor, positives: torch.Tensor, ratio: 
     positives = positives.bool()
     loss = conf_loss.detach().masked_fill(positives, -math.inf)
     order = torch.sort(loss, dim=1, descending=True, stable=True).indices
-    rank = torch.empty_like(order); rank.scatter_(1, order, torch.arange(order.shape[1]).expand_as(order))
+    rank = torch.empty_like(order); rank.scatter_(1, order, torch.arange(order.shape[1], device=order.device).expand_as(order))
     n_pos = positives.sum(1, keepdim=True)
     n_neg = torch.minimum(ratio * n_pos, positives.shape[1] - n_pos)
     return rank < n_neg
@@ -147,11 +147,12 @@ def multibox_loss(loc_pred, conf_pred, loc_t, conf_t, ratio: int = 3):
 def nms(boxes, scores, iou_threshold: float) -> torch.Tensor:
     "Indices of the boxes greedy NMS keeps, highest score first (ties: lower index first)."
     _check_threshold(iou_threshold, "iou_threshold")
-    boxes, scores = _as_boxes(boxes), torch.as_tensor(scores).float()
+    boxes = _as_boxes(boxes)
+    scores = torch.as_tensor(scores, device=boxes.device).float()
     if scores.shape != (len(boxes),): raise ValueError(f"scores must have shape ({len(boxes)},), got {tuple(scores.shape)}")
     order = torch.sort(scores, descending=True, stable=True).indices
     iou = box_iou(boxes, boxes)
-    alive = torch.ones(len(boxes), dtype=torch.bool)
+    alive = torch.ones(len(boxes), dtype=torch.bool, device=boxes.device)
     keep = []
     for i in order.tolist():
         if not alive[i]: continue
@@ -163,10 +164,11 @@ def nms(boxes, scores, iou_threshold: float) -> torch.Tensor:
 def greedy_match(dets, scores, gts, iou_min: float = 0.5, ignore=None) -> dict:
     "Greedy one-to-one matching of one image: dict of scores, tp, ignored (per detection), gt_index (-1: none), n_gt, gt_hit."
     _check_threshold(iou_min, "iou_min")
-    dets, gts = _as_boxes(dets, "dets"), _as_boxes(gts, "gts")
-    scores = torch.as_tensor(scores).float()
+    # evaluation runs on the CPU in numpy
+    dets, gts = _as_boxes(dets, "dets").cpu(), _as_boxes(gts, "gts").cpu()
+    scores = torch.as_tensor(scores).float().cpu()
     if scores.shape != (len(dets),): raise ValueError(f"scores must have shape ({len(dets)},), got {tuple(scores.shape)}")
-    ign = torch.zeros(len(gts), dtype=torch.bool) if ignore is None else torch.as_tensor(ignore).bool()
+    ign = torch.zeros(len(gts), dtype=torch.bool) if ignore is None else torch.as_tensor(ignore).bool().cpu()
     if ign.shape != (len(gts),): raise ValueError(f"ignore must have shape ({len(gts)},), got {tuple(ign.shape)}")
     iou = box_iou(dets, gts).numpy() if len(gts) and len(dets) else np.zeros((len(dets), len(gts)))
     ign_np, used = ign.numpy(), np.zeros(len(gts), bool)
