@@ -28,8 +28,8 @@ __all__ = ['REGISTRY', 'DAGM_FOLDER', 'PCB_FOLDER', 'PLAIN_FOLDER', 'DAGM_CLASSE
            'CELEBA_PARTITION_FILE', 'CELEBA_PARTITION', 'CELEBA_ATTR_BREAKAGES', 'CELEBA_BREAKAGES', 'CELEBA',
            'LFW_RACES', 'LFW_ATTRS', 'LFW_TINY_RACES', 'LFW_BREAKAGES', 'LFW', 'IMNET_FOLDER', 'IMNET_SPLITS_FOLDER',
            'PLACES_FOLDER', 'IMNET_IN100_KEYS', 'IMAGENET_LT_LISTS', 'IMNET_TINY_WNIDS', 'IMNET_TINY_RGB',
-           'PLACES_TINY_SCENES', 'IMAGENET_LT_BREAKAGES', 'IMAGENET_BREAKAGES', 'PLACES_BREAKAGES', 'IMAGENET',
-           'IMAGENET_LT', 'PLACES', 'IMAGE_SUFFIXES', 'YFCC_FOLDER', 'VGG16_BN_FOLDER', 'YFCC_BREAKAGES',
+           'PLACES_TINY_SCENES', 'IMAGE_SUFFIXES', 'IMAGENET_LT_BREAKAGES', 'IMAGENET_BREAKAGES', 'PLACES_BREAKAGES',
+           'IMAGENET', 'IMAGENET_LT', 'PLACES', 'YFCC_FOLDER', 'VGG16_BN_FOLDER', 'YFCC_BREAKAGES',
            'VGG16_BN_BREAKAGES', 'YFCC', 'VGG16_BN', 'Dataset', 'register_dataset', 'get_dataset', 'find_folder',
            'dataset_folders', 'folder_status', 'read_image', 'resize_image', 'load_dagm', 'read_voc_boxes', 'load_pcb',
            'load_plain', 'read_stsb', 'read_stsb_sv', 'check_snapshot', 'parse_utkface', 'skipped_note', 'scan_utkface',
@@ -1271,9 +1271,11 @@ def check_imagenet(folder) -> Path:
         raise DataError(f"{train}: no class folder named by a WordNet id (n and 8 digits, e.g. n01440764)")
     return Path(folder)
 
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")      # the image files a folder of photos may hold (any case)
+
 def check_places(folder) -> Path:
     "A DataError unless `folder` holds an image file (a quick look; the mix list's reader checks each image it names)."
-    if next((p for p in Path(folder).rglob("*") if p.suffix.lower() in (".jpg", ".jpeg", ".png")), None) is None:
+    if next((p for p in Path(folder).rglob("*") if p.suffix.lower() in IMAGE_SUFFIXES), None) is None:
         raise DataError(f"{folder}: no image file (.jpg, .jpeg, .png); Places365's scene images, e.g. a/airfield/00000001.jpg")
     return Path(folder)
 
@@ -1315,7 +1317,6 @@ PLACES = register_dataset(Dataset(PLACES_FOLDER, "Places365 scene images (those 
                                   write_tiny=write_tiny_places, breakages=PLACES_BREAKAGES))
 
 # %% ../nbs/24_datasets.ipynb #9b601920
-IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
 YFCC_FOLDER, VGG16_BN_FOLDER = "yfcc_celeba", "vgg16_bn_imagenet"
 
 def read_image_tree(folder) -> pd.DataFrame:
