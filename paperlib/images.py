@@ -14,8 +14,9 @@ from torch import nn
 from .data import DataError
 
 # %% auto #0
-__all__ = ['VGG16_CFG', 'VGG_SIDES', 'NORM', 'BUNDLED_PHOTOS', 'load_images', 'Bottleneck', 'ResNet50', 'load_resnet50',
-           'BasicBlock', 'ResNet18', 'VGG16bn', 'load_vgg16_bn', 'image_input', 'crop_flip', 'bundled_photo']
+__all__ = ['VGG16_CFG', 'VGG_SIDES', 'NORM', 'BUNDLED_PHOTOS', 'load_images', 'image_floats', 'Bottleneck', 'ResNet50',
+           'load_resnet50', 'BasicBlock', 'ResNet18', 'VGG16bn', 'load_vgg16_bn', 'image_input', 'crop_flip',
+           'bundled_photo']
 
 # %% ../nbs/25_images.ipynb #4089785a
 def load_images(paths, size: int) -> tuple[torch.Tensor, list]:
@@ -28,6 +29,16 @@ def load_images(paths, size: int) -> tuple[torch.Tensor, list]:
         except (UnidentifiedImageError, OSError): bad.append(i)
     if not out: raise DataError(f"no decodable image among the {len(paths)} listed (first: {paths[0] if len(paths) else None})")
     return torch.from_numpy(np.stack(out)).permute(0, 3, 1, 2).contiguous(), bad
+
+# %% ../nbs/25_images.ipynb #76343f9e
+def image_floats(paths, size: int, what: str, notes: list) -> tuple[np.ndarray, np.ndarray]:
+    "`load_images` as floats in [0, 1] (numpy) and a mask of the paths that decoded; skipped files noted in `notes` under `what`."
+    paths = list(paths)
+    X, bad = load_images(paths, size)
+    if bad: notes.append(f"{what}: {len(bad)} undecodable image(s) skipped, e.g. {paths[bad[0]]}")
+    keep = np.ones(len(paths), bool)
+    keep[bad] = False
+    return X.float().div(255).numpy(), keep
 
 # %% ../nbs/25_images.ipynb #111ff854
 class Bottleneck(nn.Module):

@@ -19,7 +19,7 @@ from torch import nn
 from ..contrastive import augment, ecle, linear_probe, train_contrastive
 from ..datasets import read_imagenet_lt
 from ..fairness import exponential_counts, frequency_groups, group_accuracy, take_counts
-from ..images import BUNDLED_PHOTOS, ResNet18, bundled_photo, load_images
+from ..images import BUNDLED_PHOTOS, ResNet18, bundled_photo, image_floats
 from ..metric import embed, k_center_greedy, prototype_distance
 from ..report import RuleResult, rule
 from ..stats import beats, not_worse, paired_family
@@ -140,9 +140,8 @@ DATASETS = ("imagenet", "imagenet_lt_splits", "places365")    # the data folders
 
 def _decoded(df: pd.DataFrame, size: int, what: str, notes: list) -> tuple[np.ndarray, pd.DataFrame]:
     "The images of `df` at `size` px as floats in [0, 1], and the rows that decoded (the others skipped and noted)."
-    X, bad = load_images(list(df.path), size)
-    if bad: notes.append(f"{what}: {len(bad)} undecodable image(s) skipped, e.g. {df.path.iloc[bad[0]]}")
-    return X.float().div(255).numpy(), df.drop(df.index[bad])
+    X, keep = image_floats(df.path, size, what, notes)
+    return X, df[keep]
 
 def real_world(lists: Mapping, size: int, cap: int | None, seed: int) -> OpenWorld:
     "An OpenWorld from the ImageNet-LT lists: the LT seed, pools IN900 (and the mix), the balanced train and test lists."

@@ -18,7 +18,7 @@ from torch import nn
 
 from ..contrastive import rgb_two_views, rgb_view, simclr_loss, train_contrastive
 from ..data import DataError
-from ..images import BUNDLED_PHOTOS, bundled_photo, load_images
+from ..images import BUNDLED_PHOTOS, NORM, bundled_photo, image_floats
 from ..metric import embed, majority_accuracy, multilabel_probe
 from ..report import RuleResult, rule
 from ..stats import bootstrap_ci, equivalent
@@ -26,15 +26,15 @@ from ..train import fit
 from pytorch_metric_learning.distances import BaseDistance, CosineSimilarity
 
 # %% auto #0
-__all__ = ['DIGITS', 'ATTR_TYPES', 'ATTRIBUTES', 'VCL_PHOTOS', 'OUTLIER_MIX', 'DATASETS', 'IMAGENET_MEAN', 'IMAGENET_STD',
-           'ARCHS', 'JSD_VARIANTS', 'SIGMA0', 'DISTANCES', 'CRITERIA', 'OBJECTIVES', 'FINE_TUNE_AUG', 'PAPER_TABLE_1',
-           'PAPER_TABLE_2', 'PAPER_TABLE_3', 'PAPER_TABLE_4A', 'digit_attributes', 'draw_cells', 'digit_halves',
-           'random_colours', 'render', 'photo_crop', 'noise_image', 'outliers', 'unalign', 'check_eta', 'noisy_pool',
-           'AttrData', 'digit_attr', 'real_attr', 'Normalise', 'vgg_mini_bn', 'make_backbone', 'GaussianHead',
-           'ProjectionHead', 'SSLNet', 'kl_to_standard', 'check_jsd_variant', 'jsd_gaussian', 'beta_similarity',
-           'decay_rate', 'BetaSimilarity', 'Objective', 'objective_loss', 'pull_ratio', 'ssl_net', 'pretrain',
-           'supervised', 'linear_eval', 'label_subset', 'fine_tune', 'paired_ci', 'all_beat', 'within_margin',
-           'ordering_holds', 'gain_grows_with_noise', 'closed_forms_agree']
+__all__ = ['DIGITS', 'ATTR_TYPES', 'ATTRIBUTES', 'VCL_PHOTOS', 'OUTLIER_MIX', 'DATASETS', 'ARCHS', 'JSD_VARIANTS', 'SIGMA0',
+           'DISTANCES', 'CRITERIA', 'OBJECTIVES', 'FINE_TUNE_AUG', 'PAPER_TABLE_1', 'PAPER_TABLE_2', 'PAPER_TABLE_3',
+           'PAPER_TABLE_4A', 'digit_attributes', 'draw_cells', 'digit_halves', 'random_colours', 'render', 'photo_crop',
+           'noise_image', 'outliers', 'unalign', 'check_eta', 'noisy_pool', 'AttrData', 'digit_attr', 'real_attr',
+           'Normalise', 'vgg_mini_bn', 'make_backbone', 'GaussianHead', 'ProjectionHead', 'SSLNet', 'kl_to_standard',
+           'check_jsd_variant', 'jsd_gaussian', 'beta_similarity', 'decay_rate', 'BetaSimilarity', 'Objective',
+           'objective_loss', 'pull', 'pull_ratio', 'ssl_net', 'pretrain', 'supervised', 'linear_eval', 'label_subset',
+           'fine_tune', 'paired_ci', 'all_beat', 'within_margin', 'ordering_holds', 'gain_grows_with_noise',
+           'closed_forms_agree']
 
 # %% ../../nbs/papers/vcl_beta_divergence.ipynb #90b702bf
 DIGITS = tuple(range(10))
@@ -199,37 +199,29 @@ def digit_attr(seed: int, sizes: Mapping, eta: float = 0.5, side: int = 16, extr
 # %% ../../nbs/papers/vcl_beta_divergence.ipynb #3577ed32
 DATASETS = ("celeba", "yfcc_celeba", "vgg16_bn_imagenet")      # the data folders this paper reads (the frontmatter lists the same)
 
-def _decoded(paths, size: int, what: str, notes: list) -> tuple[np.ndarray, np.ndarray]:
-    "The images at `size` px as floats in [0, 1] and a mask of the paths that decoded (the others skipped and noted)."
-    X, bad = load_images(list(paths), size)
-    if bad: notes.append(f"{what}: {len(bad)} undecodable image(s) skipped, e.g. {list(paths)[bad[0]]}")
-    keep = np.ones(len(paths), bool); keep[bad] = False
-    return X.float().div(255).numpy(), keep
-
 def real_attr(attrs: pd.DataFrame, web: pd.DataFrame | None, size: int, cap: int | None, seed: int) -> AttrData:
-    "An AttrData of CelebA's splits (each at most `cap` images, drawn in index order) and, given, the web pool."
+    "An AttrData of CelebA's splits (each at most `cap` images, a random subset kept in index order) and, given, the web pool."
     rng, notes, X, Y = np.random.default_rng(seed), [], {}, {}
     names = tuple(c for c in attrs.columns if c not in ("path", "split", "table", "line"))
     take = lambda df: df if cap is None or len(df) <= cap else df.iloc[np.sort(rng.choice(len(df), cap, replace=False))]
     for split in ("train", "val", "test"):
         df = take(attrs[attrs.split == split])
         if df.empty: raise DataError(f"the CelebA attribute table has no {split} image: the linear probe needs train, val and test")
-        X[split], keep = _decoded(df.path, size, f"CelebA {split}", notes)
+        X[split], keep = image_floats(df.path, size, f"CelebA {split}", notes)
         Y[split] = df[list(names)].to_numpy(np.int8)[keep]
     pools = dict(clean=X["train"])
-    if web is not None: pools["noisy"] = _decoded(take(web).path, size, "YFCC-CelebA", notes)[0]
+    if web is not None: pools["noisy"] = image_floats(take(web).path, size, "YFCC-CelebA", notes)[0]
     else: notes.append("no yfcc_celeba/ under the data root: the noisy pre-training protocol (Table 3) is not run")
     return AttrData(X, Y, pools, attributes=names, notes=notes)
 
 # %% ../../nbs/papers/vcl_beta_divergence.ipynb #d42b75fc
-IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
-
 class Normalise(nn.Module):
     "x in [0, 1] -> (x - mean) / std with ImageNet's per-channel statistics."
     def __init__(self):
         super().__init__()
-        self.register_buffer("mean", torch.tensor(IMAGENET_MEAN).view(1, 3, 1, 1))
-        self.register_buffer("std", torch.tensor(IMAGENET_STD).view(1, 3, 1, 1))
+        mean, std = NORM["imagenet"]
+        self.register_buffer("mean", torch.tensor(mean).view(1, 3, 1, 1))
+        self.register_buffer("std", torch.tensor(std).view(1, 3, 1, 1))
 
     def forward(self, x): return (x - self.mean) / self.std
 
@@ -374,11 +366,16 @@ def objective_loss(o: Objective):
     return loss
 
 # %% ../../nbs/papers/vcl_beta_divergence.ipynb #a75b95ed
-def pull_ratio(sim, d_far: float = 2.0) -> float:
-    "|ds/dd| at d = d_far over |ds/dd| at d = 0 for a similarity `sim(d)`, by autograd."
-    d = torch.tensor([0.0, d_far], requires_grad=True)
+def pull(sim, d) -> np.ndarray:
+    "|ds/dd| of a similarity `sim(d)` at each distance of `d`, by autograd."
+    d = torch.as_tensor(d, dtype=torch.float32).clone().requires_grad_(True)
     (g,) = torch.autograd.grad(sim(d).sum(), d)
-    return float(g[1].abs() / g[0].abs())
+    return g.abs().numpy()
+
+def pull_ratio(sim, d_far: float = 2.0) -> float:
+    "The pull at d = d_far over the pull at d = 0."
+    g = pull(sim, [0.0, d_far])
+    return float(g[1] / g[0])
 
 # %% ../../nbs/papers/vcl_beta_divergence.ipynb #3215343d
 OBJECTIVES = {
