@@ -16,10 +16,11 @@ import torch.nn.functional as F
 from scipy import ndimage
 
 # %% auto #0
-__all__ = ['MATCH_RULES', 'THRESHOLD_GRID', 'IGNORE', 'BAND_SIDES', 'FOLD_SPLITS', 'conv_block', 'UNet', 'rot4', 'mixup',
-           'fit_segmenter', 'predict_proba', 'connected_regions', 'region_areas', 'match_regions', 'average_precision',
-           'detection_metrics', 'best_f1_threshold', 'episode_counts', 'class_miou', 'resampled_miou', 'fb_iou',
-           'ignore_band', 'masked_average_pooling', 'fold_classes', 'Episode', 'episode_list', 'episode_hash']
+__all__ = ['MATCH_RULES', 'THRESHOLD_GRID', 'IGNORE', 'BAND_SIDES', 'MASK_RESIZES', 'FOLD_SPLITS', 'conv_block', 'UNet', 'rot4',
+           'mixup', 'fit_segmenter', 'predict_proba', 'connected_regions', 'region_areas', 'match_regions',
+           'average_precision', 'detection_metrics', 'best_f1_threshold', 'episode_counts', 'class_miou',
+           'resampled_miou', 'fb_iou', 'ignore_band', 'mask_weights', 'masked_average_pooling', 'fold_classes',
+           'Episode', 'episode_list', 'episode_hash']
 
 # %% ../nbs/17_segment.ipynb #cb2ff350
 def conv_block(c_in: int, c_out: int) -> nn.Sequential:
@@ -285,17 +286,33 @@ def ignore_band(mask, width: int = 1, side: str = "both", ignore: int = IGNORE) 
     return np.where(band, ignore, m).astype(np.uint8)
 
 # %% ../nbs/17_segment.ipynb #8027a96d
-def masked_average_pooling(features: torch.Tensor, mask) -> torch.Tensor:
-    "(N, C) prototypes: `features` (N, C, H, W) averaged under `mask` (N, 1, h, w; 0/1/255) resized bilinearly to (H, W)."
-    if features.ndim != 4: raise ValueError(f"features must be (N, C, H, W), got shape {tuple(features.shape)}")
+MASK_RESIZES = ("bilinear", "area")
+
+def mask_weights(mask, size, mode: str = "bilinear") -> torch.Tensor:
+    "(N, 1, H, W) weights in [0, 1]: the foreground (value 1) of `mask` (N, 1, h, w; 0/1/255) resized to `size` by `mode`."
+    if mode not in MASK_RESIZES: raise ValueError(f"unknown mode {mode!r}; valid: {', '.join(MASK_RESIZES)}")
     m = torch.as_tensor(_check_mask(mask, "mask"))
-    if m.ndim != 4 or m.shape[1] != 1 or m.shape[0] != features.shape[0]:
-        raise ValueError(f"mask must be (N, 1, h, w) with N = {features.shape[0]}, got shape {tuple(m.shape)}")
-    m = (m == 1).to(features.dtype).to(features.device)                  # ignore pixels weigh like background
-    if m.shape[-2:] != features.shape[-2:]:
-        m = F.interpolate(m, size=features.shape[-2:], mode="bilinear", align_corners=True)
+    if m.ndim != 4 or m.shape[1] != 1: raise ValueError(f"mask must be (N, 1, h, w), got shape {tuple(m.shape)}")
+    m = (m == 1).float()                                                  # ignore pixels weigh like background
+    if tuple(m.shape[-2:]) == tuple(size): return m
+    return F.interpolate(m, size=tuple(size), mode=mode, **(dict(align_corners=True) if mode == "bilinear" else {}))
+
+def masked_average_pooling(features: torch.Tensor, mask, mode: str = "bilinear") -> torch.Tensor:
+    """(N, C) prototypes: `features` (N, C, H, W) averaged under `mask`: labels (N, 1, h, w; 0/1/255) resized to (H, W)
+    by `mask_weights`, or float weights (N, 1, H, W) in [0, 1]."""
+    if features.ndim != 4: raise ValueError(f"features must be (N, C, H, W), got shape {tuple(features.shape)}")
+    if torch.is_tensor(mask) and mask.is_floating_point() or isinstance(mask, np.ndarray) and mask.dtype.kind == "f":
+        m = torch.as_tensor(mask, dtype=features.dtype)
+        if m.shape != (features.shape[0], 1, *features.shape[-2:]):
+            raise ValueError(f"float weights must be (N, 1, H, W) = {(features.shape[0], 1, *features.shape[-2:])}, got {tuple(m.shape)}")
+        if m.min() < 0 or m.max() > 1: raise ValueError(f"float weights must lie in [0, 1], got {float(m.min()):g} to {float(m.max()):g}")
+    else:
+        m = mask_weights(mask, features.shape[-2:], mode)
+        if m.shape[0] != features.shape[0]: raise ValueError(f"mask must be (N, 1, h, w) with N = {features.shape[0]}, got {m.shape[0]} masks")
+    m = m.to(features.dtype).to(features.device)
     area = m.sum((2, 3))
     return (features * m).sum((2, 3)) / area.clamp_min(torch.finfo(features.dtype).tiny) * (area > 0)
+
 
 # %% ../nbs/17_segment.ipynb #6ba5024b
 FOLD_SPLITS = ("consecutive", "interleaved")
