@@ -30,17 +30,22 @@ __all__ = ['REGISTRY', 'DAGM_FOLDER', 'PCB_FOLDER', 'PLAIN_FOLDER', 'DAGM_CLASSE
            'PLACES_FOLDER', 'IMNET_IN100_KEYS', 'IMAGENET_LT_LISTS', 'IMNET_TINY_WNIDS', 'IMNET_TINY_RGB',
            'PLACES_TINY_SCENES', 'IMAGE_SUFFIXES', 'IMAGENET_LT_BREAKAGES', 'IMAGENET_BREAKAGES', 'PLACES_BREAKAGES',
            'IMAGENET', 'IMAGENET_LT', 'PLACES', 'YFCC_FOLDER', 'VGG16_BN_FOLDER', 'YFCC_BREAKAGES',
-           'VGG16_BN_BREAKAGES', 'YFCC', 'VGG16_BN', 'Dataset', 'register_dataset', 'get_dataset', 'find_folder',
-           'dataset_folders', 'folder_status', 'read_image', 'resize_image', 'load_dagm', 'read_voc_boxes', 'load_pcb',
-           'load_plain', 'read_stsb', 'read_stsb_sv', 'check_snapshot', 'parse_utkface', 'skipped_note', 'scan_utkface',
-           'scan_attributes', 'scan_morphs', 'load_embeddings', 'read_powertac_counterfactuals', 'write_tiny_powertac',
-           'read_powertac', 'read_labelled_csv', 'read_lines', 'read_salient_facts', 'read_minority_tasks',
-           'check_class_range', 'tiny_image', 'cub_home', 'read_cub', 'write_tiny_cub', 'read_cars', 'write_tiny_cars',
-           'read_table_after', 'ita_category', 'patch_ita', 'read_celeba', 'celeba_split_by_index', 'read_celeba_attrs',
+           'VGG16_BN_BREAKAGES', 'YFCC', 'VGG16_BN', 'PASCAL_FOLDER', 'COCO20I_FOLDER', 'RESNET_FOLDER',
+           'PASCAL_CLASSES', 'FSS_LISTS', 'FSS_NAMES', 'FSS_IGNORE', 'PASCAL_TINY_CLASSES', 'COCO20I_TINY_CLASSES',
+           'PASCAL_BREAKAGES', 'COCO20I_BREAKAGES', 'RESNET_BREAKAGES', 'PASCAL', 'COCO20I', 'RESNET', 'Dataset',
+           'register_dataset', 'get_dataset', 'find_folder', 'dataset_folders', 'folder_status', 'read_image',
+           'resize_image', 'load_dagm', 'read_voc_boxes', 'load_pcb', 'load_plain', 'read_stsb', 'read_stsb_sv',
+           'check_snapshot', 'parse_utkface', 'skipped_note', 'scan_utkface', 'scan_attributes', 'scan_morphs',
+           'load_embeddings', 'read_powertac_counterfactuals', 'write_tiny_powertac', 'read_powertac',
+           'read_labelled_csv', 'read_lines', 'read_salient_facts', 'read_minority_tasks', 'check_class_range',
+           'tiny_image', 'cub_home', 'read_cub', 'write_tiny_cub', 'read_cars', 'write_tiny_cars', 'read_table_after',
+           'ita_category', 'patch_ita', 'read_celeba', 'celeba_split_by_index', 'read_celeba_attrs',
            'write_tiny_celeba', 'judge_celeba', 'read_lfw', 'write_tiny_lfw', 'write_tiny_imagenet',
            'write_tiny_places', 'write_tiny_imagenet_lt', 'read_imagenet_lt', 'check_imagenet', 'check_places',
            'judge_imagenet_lt', 'write_tiny_imagenet_lt_splits', 'read_image_tree', 'write_tiny_yfcc_celeba',
-           'vgg16_bn_weights', 'check_vgg16_bn', 'split_within_classes', 'subsample_classes']
+           'weights_file', 'vgg16_bn_weights', 'check_vgg16_bn', 'fss_stem_paths', 'label_classes', 'read_fss_lists',
+           'read_pascal', 'read_coco20i', 'tiny_fss_objects', 'write_tiny_pascal', 'write_tiny_coco20i',
+           'resnet_weights', 'check_resnet', 'split_within_classes', 'subsample_classes']
 
 # %% ../nbs/24_datasets.ipynb #f9fe6ab5
 @dataclass(eq=False)
@@ -1334,16 +1339,18 @@ def write_tiny_yfcc_celeba(folder, n: int = 10) -> list:
     for i, rel in enumerate(rels): tiny_image(Path(folder) / rel, (200 - 9 * i, 160, 120 + 9 * i), 7000 + i, size=(40, 48))
     return rels
 
-def vgg16_bn_weights(folder) -> Path:
-    "The one weights file (*.pth or *.pt, any case) in `folder`; a DataError when there is none or several."
+def weights_file(folder, what: str) -> Path:
+    "The one weights file (*.pth or *.pt, any case) in `folder`; a DataError saying to put `what` there when there is none or several."
     folder = Path(folder)
     if not folder.is_dir(): raise DataError(f"missing folder {folder}")
     found = sorted(p for p in folder.iterdir() if p.suffix.lower() in (".pth", ".pt") and p.is_file())
-    if not found: raise DataError(f"{folder}: no weights file (*.pth or *.pt); put torchvision's ImageNet vgg16_bn weights there "
-                                  "(vgg16_bn-6c64b313.pth)")
-    if len(found) > 1: raise DataError(f"{folder}: {len(found)} weights files ({', '.join(p.name for p in found)}); "
-                                       "keep one, torchvision's ImageNet vgg16_bn")
+    if not found: raise DataError(f"{folder}: no weights file (*.pth or *.pt); put {what} there")
+    if len(found) > 1: raise DataError(f"{folder}: {len(found)} weights files ({', '.join(p.name for p in found)}); keep one, {what}")
     return found[0]
+
+def vgg16_bn_weights(folder) -> Path:
+    "The one weights file of `folder`: torchvision's ImageNet vgg16_bn."
+    return weights_file(folder, "torchvision's ImageNet vgg16_bn weights (vgg16_bn-6c64b313.pth)")
 
 def check_vgg16_bn(folder) -> Path:
     "vgg16_bn_weights(folder), loaded as VCL's 128-px VGG16-bn: a DataError names a file that is not a VGG16-bn state dict."
@@ -1359,6 +1366,202 @@ YFCC = register_dataset(Dataset(YFCC_FOLDER, "YFCC-CelebA, the authors' noisy we
 # no write_tiny: the weights are 553 MB; the breakage is tested on a folder holding only the broken file
 VGG16_BN = register_dataset(Dataset(VGG16_BN_FOLDER, "torchvision's ImageNet VGG16-bn weights (one .pth file), VCL's optional start",
                                     check=check_vgg16_bn, breakages=VGG16_BN_BREAKAGES))
+
+# %% ../nbs/24_datasets.ipynb #99fe0721
+PASCAL_FOLDER, COCO20I_FOLDER, RESNET_FOLDER = "pascal", "coco20i", "resnet_imagenet"
+PASCAL_CLASSES = ("aeroplane", "bicycle", "bird", "boat", "bottle", "bus", "car", "cat", "chair", "cow", "diningtable", "dog",
+                  "horse", "motorbike", "person", "pottedplant", "sheep", "sofa", "train", "tvmonitor")     # ids 1-20
+FSS_LISTS = dict(train="the training images and their label PNGs", val="the test (val) images and their label PNGs")
+FSS_NAMES = ("pascal", "coco20i")                    # how a bare stem resolves
+FSS_IGNORE = 255
+
+def fss_stem_paths(stem: str, split: str, name: str) -> tuple[str, str]:
+    "The image and label paths (relative to the folder) of a bare stem in list `split` of benchmark `name`."
+    if name == "pascal": return f"JPEGImages/{stem}.jpg", f"SegmentationClassAug/{stem}.png"
+    sub = "val2014" if "val2014" in stem else "train2014" if "train2014" in stem else f"{split}2014"
+    return f"{sub}/{stem}.jpg", f"annotations/{sub}/{stem}.png"
+
+def _fss_list(folder: Path, split: str, name: str) -> list:
+    "(image, label, list file, line) of lists/<split>.txt, both paths absolute and on disk."
+    path = folder / "lists" / f"{split}.txt"
+    if not path.is_file():
+        raise DataError(f"missing file {path}: the list of {FSS_LISTS[split]} (`<image> <label>` or a bare stem a line); it is required")
+    rows = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        f = line.split()
+        if not f: continue                                           # blank lines
+        if len(f) > 2: raise DataError(f"{path}, line {n}: {len(f)} fields; valid: `<image> <label>` or one bare stem")
+        rel = f if len(f) == 2 else fss_stem_paths(f[0], split, name)
+        for p in (folder / r for r in rel):
+            if not p.is_file(): raise DataError(f"{path}, line {n}: missing file {p}")
+        rows.append((str(folder / rel[0]), str(folder / rel[1]), path, n))
+    if not rows: raise DataError(f"{path} lists no image")
+    return rows
+
+def label_classes(label, image, n_classes: int) -> tuple:
+    "The class ids 1..n_classes in label PNG `label` (0 and 255 left out); its mode, its size against `image` and its ids checked."
+    from PIL import Image
+    with Image.open(label) as lab:
+        if lab.mode not in ("L", "P"):
+            raise DataError(f"{label}: mode {lab.mode}; a label PNG holds one class index per pixel (mode L or P)")
+        with Image.open(image) as im:                                   # the header only: no decoding
+            if im.size != lab.size:
+                raise DataError(f"{label}: label size {lab.size[0]}x{lab.size[1]} differs from its image {image} "
+                                f"({im.size[0]}x{im.size[1]})")
+        v = np.unique(np.asarray(lab))                                  # a P image gives its indices, not colours
+    bad = v[(v > n_classes) & (v != FSS_IGNORE)]
+    if len(bad): raise DataError(f"{label}: class id(s) {', '.join(map(str, bad))}; valid: 0 (background), 1-{n_classes}, "
+                                 f"{FSS_IGNORE} (ignore)")
+    return tuple(int(c) for c in v if 0 < c <= n_classes)
+
+# %% ../nbs/24_datasets.ipynb #7692245b
+def _fss_classes(rows: list, n_classes: int) -> dict:
+    "label path -> its classes, each label read once; an error names the list file and line that gave the pair."
+    out = {}
+    for image, label, path, n in rows:
+        if label in out: continue
+        try: out[label] = label_classes(label, image, n_classes)
+        except DataError as e: raise DataError(f"{path}, line {n}: {e}") from None
+    return out
+
+def read_fss_lists(folder, n_classes: int, name: str = "pascal", cache: Path | bool | None = None) -> pd.DataFrame:
+    """One row per (image, split) of `<folder>/lists/{train,val}.txt`: image, label (absolute paths), split, classes (the
+    ids 1..n_classes the label shows). `cache`: a folder, None for cache_dir()/fss, False for none."""
+    if name not in FSS_NAMES: raise ValueError(f"unknown benchmark {name!r}; valid: {', '.join(FSS_NAMES)}")
+    folder = Path(folder).absolute()
+    if not folder.is_dir(): raise DataError(f"missing folder {folder}")
+    rows = [(s, *r) for s in FSS_LISTS for r in _fss_list(folder, s, name)]
+    labels = sorted({r[2] for r in rows})
+    cfile = None
+    if cache is not False:
+        key = fingerprint_real(folder, [Path("lists") / f"{s}.txt" for s in FSS_LISTS] + [Path(l).relative_to(folder) for l in labels])
+        cfile = (Path(cache) if cache else cache_dir() / "fss") / f"{name}_{n_classes}_{key}.json"
+    if cfile is not None and cfile.is_file():
+        rel = json.loads(cfile.read_text())
+        classes = {str(folder / k): tuple(v) for k, v in rel.items()}
+    else:
+        classes = _fss_classes([r[1:] for r in rows], n_classes)
+        if cfile is not None:
+            cfile.parent.mkdir(parents=True, exist_ok=True)
+            cfile.write_text(json.dumps({str(Path(k).relative_to(folder)): v for k, v in classes.items()}))
+    return pd.DataFrame(dict(image=[r[1] for r in rows], label=[r[2] for r in rows], split=[r[0] for r in rows],
+                             classes=[classes[r[2]] for r in rows]))
+
+def read_pascal(folder, cache: Path | bool | None = None) -> pd.DataFrame:
+    "read_fss_lists of PASCAL-5i (VOC 2012 + SBD's SegmentationClassAug, 20 classes)."
+    return read_fss_lists(folder, 20, "pascal", cache)
+
+def read_coco20i(folder, cache: Path | bool | None = None) -> pd.DataFrame:
+    "read_fss_lists of COCO-20i (MS-COCO 2014 as class-id PNGs, 80 classes)."
+    return read_fss_lists(folder, 80, "coco20i", cache)
+
+# %% ../nbs/24_datasets.ipynb #69e37499
+PASCAL_TINY_CLASSES = (1, 7, 12, 20)                # folds 0, 1, 2, 3 (blocks of five)
+COCO20I_TINY_CLASSES = (1, 6, 43, 80)               # folds 0, 1, 2, 3 (4k + i + 1)
+
+def tiny_fss_objects(k: int, classes) -> list:
+    "The classes of tiny image k: `classes[k % 4]`, and `classes[(k + 1) % 4]` too for every third image."
+    return [classes[k % 4]] + ([classes[(k + 1) % 4]] if k % 3 == 0 else [])
+
+def _write_tiny_fss(folder, classes, place) -> None:
+    "20 pairs (12 train, 8 val) of `tiny_fss_objects`; `place(k, split)` gives the image, the label (relative) and the list line."
+    from PIL import Image
+    folder, lines = Path(folder), dict(train=[], val=[])
+    for k in range(20):
+        split = "train" if k < 12 else "val"
+        w, h = 40 + 4 * (k % 3), 48
+        img_rel, lab_rel, line = place(k, split)
+        lab = np.zeros((h, w), np.uint8)
+        for (r, c), cls in zip(((5, 5), (26, 20)), tiny_fss_objects(k, classes)):
+            lab[r - 1:r + 16, c - 1:c + 15] = FSS_IGNORE                # the 1-px ignore border
+            lab[r:r + 15, c:c + 14] = cls
+        img = np.asarray(Image.open(tiny_image(folder / img_rel, (90, 110, 130), 9000 + k, size=(w, h))).convert("RGB")).copy()
+        for cls in map(int, np.unique(lab[(lab > 0) & (lab < FSS_IGNORE)])):
+            img[lab == cls] = ((37 * cls) % 256, (91 * cls) % 256, (53 * cls + 100) % 256)
+        Image.fromarray(img).save(folder / img_rel)
+        (folder / lab_rel).parent.mkdir(parents=True, exist_ok=True)
+        Image.fromarray(lab).save(folder / lab_rel)
+        lines[split].append(line)
+    lines["val"].insert(2, "")
+    (folder / "lists").mkdir(parents=True, exist_ok=True)
+    for s, l in lines.items(): (folder / "lists" / f"{s}.txt").write_text("\n".join(l) + "\n")
+
+def _pascal_place(k: int, split: str) -> tuple:
+    stem = f"2007_{k:06d}"
+    img, lab = fss_stem_paths(stem, split, "pascal")
+    return img, lab, stem if split == "val" and k % 2 == 0 else f"{img} {lab}"
+
+def _coco_place(k: int, split: str) -> tuple:
+    stem = f"COCO_{split}2014_{k:012d}"
+    img, lab = fss_stem_paths(stem, split, "coco20i")
+    return img, lab, stem if split == "val" and k % 2 == 0 else f"{img} {lab}"
+
+def write_tiny_pascal(folder) -> None:
+    "A tiny PASCAL-5i in PFENet's layout: 20 pairs of `PASCAL_TINY_CLASSES` (see `tiny_fss_objects`)."
+    _write_tiny_fss(folder, PASCAL_TINY_CLASSES, _pascal_place)
+
+def write_tiny_coco20i(folder) -> None:
+    "A tiny COCO-20i in PFENet's layout: 20 pairs of `COCO20I_TINY_CLASSES` under train2014/, val2014/, annotations/."
+    _write_tiny_fss(folder, COCO20I_TINY_CLASSES, _coco_place)
+
+# %% ../nbs/24_datasets.ipynb #d5c27378
+def _relabel(rel, fn):
+    "A breakage: replace label PNG `rel` with `fn(its array)` (an array, or a PIL image)."
+    def mutate(folder):
+        from PIL import Image
+        p = Path(folder) / rel
+        with Image.open(p) as im: a = np.asarray(im).copy()
+        out = fn(a)
+        (out if hasattr(out, "save") else Image.fromarray(out)).save(p)
+    return mutate
+
+def _put(a, v): a[10, 10] = v; return a
+
+def _rgb(a):
+    from PIL import Image
+    return Image.fromarray(a).convert("RGB")
+
+def _fss_breakages(label0: str, image1: str, bad: int, n_classes: int) -> tuple:
+    "The breakages of a PFENet-layout folder whose first train pair's label is `label0` and second image `image1`."
+    name = Path(label0).name
+    return (("label size differs from its image", _relabel(label0, lambda a: np.zeros((30, 30), np.uint8)),
+             f"{name}: label size 30x30 differs from its image"),
+            ("class id out of range", _relabel(label0, lambda a: _put(a, bad)),
+             f"{name}: class id(s) {bad}; valid: 0 (background), 1-{n_classes}, 255 (ignore)"),
+            ("listed image missing", lambda f: (Path(f) / image1).unlink(), f"train.txt, line 2: missing file"),
+            ("val list missing", lambda f: (Path(f) / "lists/val.txt").unlink(), "val.txt: the list of the test (val) images"),
+            ("RGB label", _relabel(label0, _rgb), f"{name}: mode RGB; a label PNG holds one class index per pixel (mode L or P)"))
+
+PASCAL_BREAKAGES = _fss_breakages(_pascal_place(0, "train")[1], _pascal_place(1, "train")[0], 33, 20)
+COCO20I_BREAKAGES = _fss_breakages(_coco_place(0, "train")[1], _coco_place(1, "train")[0], 81, 80)
+
+def resnet_weights(folder) -> Path:
+    "The one weights file of `folder`: torchvision's ImageNet ResNet-50 or ResNet-101."
+    return weights_file(folder, "torchvision's ImageNet resnet50 or resnet101 weights (resnet50-*.pth or resnet101-*.pth)")
+
+def check_resnet(folder) -> Path:
+    "resnet_weights(folder), loaded by load_resnet (its depth read from the file): a DataError names a file that is not one."
+    from paperlib.images import load_resnet              # torch is imported only when the folder is judged
+    p = resnet_weights(folder)
+    load_resnet(p)
+    return p
+
+def _save_state(rel, state):
+    def mutate(folder):
+        import torch
+        torch.save({k: torch.zeros(v) for k, v in state.items()}, Path(folder) / rel)
+    return mutate
+
+RESNET_BREAKAGES = (("not a state dict", _write("resnet50.pth", b"hello"), "resnet50.pth: cannot read a state dict"),
+                    ("not a ResNet", _save_state("resnet50.pth", {"conv1.weight": 1}),
+                     "resnet50.pth: layer3 has 0 blocks; valid: 6 (ResNet-50), 23 (ResNet-101)"))
+PASCAL = register_dataset(Dataset(PASCAL_FOLDER, "PASCAL-5i: VOC 2012 + SBD (SegmentationClassAug) in PFENet's layout, 20 classes",
+                                  check=read_pascal, write_tiny=write_tiny_pascal, breakages=PASCAL_BREAKAGES))
+COCO20I = register_dataset(Dataset(COCO20I_FOLDER, "COCO-20i: MS-COCO 2014 as class-id PNGs in PFENet's layout, 80 classes",
+                                   check=read_coco20i, write_tiny=write_tiny_coco20i, breakages=COCO20I_BREAKAGES))
+# no write_tiny: the weights are 100-170 MB; the breakages are tested on a folder holding only the broken file
+RESNET = register_dataset(Dataset(RESNET_FOLDER, "torchvision's ImageNet ResNet-50 or ResNet-101 weights (one .pth file)",
+                                  check=check_resnet, breakages=RESNET_BREAKAGES))
 
 # %% ../nbs/24_datasets.ipynb #bf5efd36
 def split_within_classes(labels, seed: int = 0, min_per_class: int = 4) -> tuple[np.ndarray, np.ndarray]:

@@ -4,13 +4,16 @@ by that reader, and a folder is found under its official archive's name as well 
 import importlib, re, subprocess, sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from paperlib.collection import paper_notebooks, paper_meta
 from paperlib.data import DataError
 from paperlib.datasets import (REGISTRY, IMAGENET_LT_LISTS, IMNET_SPLITS_FOLDER, CELEBA_ATTRIBUTES, CELEBA_ATTR_FILE,
                                CELEBA_PARTITION_FILE, dataset_folders, folder_status, read_imagenet_lt, write_tiny_imagenet_lt,
-                               write_tiny_celeba, read_celeba_attrs, read_image_tree, write_tiny_yfcc_celeba, vgg16_bn_weights)
+                               write_tiny_celeba, read_celeba_attrs, read_image_tree, write_tiny_yfcc_celeba, vgg16_bn_weights,
+                               read_fss_lists, read_pascal, read_coco20i, write_tiny_pascal, write_tiny_coco20i, resnet_weights,
+                               PASCAL_TINY_CLASSES, COCO20I_TINY_CLASSES, label_classes)
 
 
 @pytest.mark.parametrize("slug", list(paper_notebooks()))
@@ -29,7 +32,7 @@ def test_a_folder_has_one_dataset_shared_by_its_papers():
 
 
 @pytest.mark.parametrize("folder", ["cub2011", "cars196", "celeba", "lfw", "imagenet", "imagenet_lt_splits", "places365",
-                                    "yfcc_celeba"])
+                                    "yfcc_celeba", "pascal", "coco20i"])
 def test_library_dataset_tiny_copy_is_valid_and_each_breakage_is_named(folder, tmp_path):
     ds = REGISTRY[folder]
     for name, mutate, expected in ds.breakages:
@@ -199,6 +202,69 @@ def test_vgg16_bn_folder_one_weights_file_loaded_as_vgg16_bn(tmp_path, monkeypat
     (tmp_path / "copy.PT").write_bytes(b"x")
     with pytest.raises(DataError, match=r"2 weights files \(copy.PT, vgg16_bn-6c64b313.pth\)"): vgg16_bn_weights(tmp_path)
     monkeypatch.undo()
+    for name, mutate, expected in ds.breakages:
+        folder = tmp_path / name.replace(" ", "_"); folder.mkdir()
+        mutate(folder)
+        with pytest.raises(DataError) as e: ds.judge(folder)
+        assert expected in str(e.value), (name, str(e.value))
+
+
+def _classes_by_split(df):
+    return {s: sorted({c for t in g.classes for c in t}) for s, g in df.groupby("split")}
+
+
+@pytest.mark.parametrize("write, read, classes, n_classes", [(write_tiny_pascal, read_pascal, PASCAL_TINY_CLASSES, 20),
+                                                             (write_tiny_coco20i, read_coco20i, COCO20I_TINY_CLASSES, 80)])
+def test_fss_tiny_copies_read_back_with_their_classes_per_split(tmp_path, write, read, classes, n_classes):
+    "12 train and 8 val pairs; the four classes (one per fold) in each split, each in at least two images; the same with or without the cache."
+    write(tmp_path / "d")
+    df = read(tmp_path / "d", cache=tmp_path / "cache")
+    assert list(df.columns) == ["image", "label", "split", "classes"] and df.split.tolist() == ["train"] * 12 + ["val"] * 8
+    assert _classes_by_split(df) == dict(train=sorted(classes), val=sorted(classes))
+    for split, g in df.groupby("split"):
+        assert all(sum(c in t for t in g.classes) >= 2 for c in classes), split         # a query and a 1-shot support
+    assert df.classes[0] == tuple(sorted(classes[:2])) and df.classes[1] == (classes[1],)
+    assert all(Path(p).is_absolute() and Path(p).is_file() for p in (*df.image, *df.label))
+    assert read(tmp_path / "d", cache=False).equals(df) and read(tmp_path / "d", cache=tmp_path / "cache").equals(df)
+    assert read_fss_lists(tmp_path / "d", n_classes, "pascal" if n_classes == 20 else "coco20i", cache=False).equals(df)
+
+
+def test_fss_errors_name_the_file_the_line_and_the_value(tmp_path):
+    from PIL import Image
+    write_tiny_pascal(tmp_path)
+    lists, lab = tmp_path / "lists", tmp_path / "SegmentationClassAug" / "2007_000003.png"
+    a = np.asarray(Image.open(lab)).copy(); a[0, 0] = 33; a[0, 1] = 254
+    Image.fromarray(a).save(lab)
+    with pytest.raises(DataError, match=rf"{lists}/train.txt, line 4: {lab}: class id\(s\) 33, 254; valid: 0 \(background\), 1-20, 255"):
+        read_pascal(tmp_path, cache=False)
+    with pytest.raises(DataError, match=r"2007_000003.png: class id\(s\) 254; valid: 0 \(background\), 1-80"):     # 33 is a COCO id
+        label_classes(lab, tmp_path / "JPEGImages" / "2007_000003.jpg", 80)
+    Image.fromarray(a[:, :-1]).save(lab)
+    with pytest.raises(DataError, match=rf"line 4: {lab}: label size 39x48 differs from its image {tmp_path}/JPEGImages/2007_000003.jpg \(40x48\)"):
+        read_pascal(tmp_path, cache=False)
+    Image.fromarray(np.stack([a] * 3, -1)).save(lab)
+    with pytest.raises(DataError, match=rf"line 4: {lab}: mode RGB"): read_pascal(tmp_path, cache=False)
+    (lists / "val.txt").write_text("\n2007_000012\nJPEGImages/2007_000099.jpg SegmentationClassAug/2007_000013.png\n")
+    with pytest.raises(DataError, match=rf"{lists}/val.txt, line 3: missing file {tmp_path}/JPEGImages/2007_000099.jpg"):
+        read_pascal(tmp_path, cache=False)
+    (lists / "val.txt").write_text("2007_000077\n")
+    with pytest.raises(DataError, match=rf"val.txt, line 1: missing file {tmp_path}/JPEGImages/2007_000077.jpg"): read_pascal(tmp_path)
+    (lists / "val.txt").unlink()
+    with pytest.raises(DataError, match=rf"missing file {lists}/val.txt: the list of the test \(val\) images .*it is required"):
+        read_pascal(tmp_path)
+
+
+def test_resnet_folder_one_weights_file_loaded_with_its_depth(tmp_path):
+    "No tiny copy: the file is found, loaded by load_resnet (a ResNet-101 read as such), and the breakages hold."
+    import torch
+    from paperlib.images import ResNet
+    ds = REGISTRY["resnet_imagenet"]
+    assert ds.write_tiny is None and len(ds.breakages) == 2
+    with pytest.raises(DataError, match="no weights file"): ds.judge(tmp_path)
+    with torch.device("meta"): names = ResNet(101).state_dict()
+    torch.save({k: torch.zeros(()).expand(v.shape) for k, v in names.items()}, tmp_path / "resnet101-x.pth")
+    assert resnet_weights(tmp_path) == tmp_path / "resnet101-x.pth"
+    ds.judge(tmp_path)
     for name, mutate, expected in ds.breakages:
         folder = tmp_path / name.replace(" ", "_"); folder.mkdir()
         mutate(folder)

@@ -1,9 +1,9 @@
-"Tests of paperlib.images' VGG16-bn: torchvision's parameter counts and names, output shapes at 224 and 128 px, the initialisation, and load_vgg16_bn's round trip and refusals."
+"Tests of paperlib.images' ResNet-50/101 (names, dilation, load_resnet) and VGG16-bn: torchvision's parameter counts and names, output shapes at 224 and 128 px, the initialisation, and load_vgg16_bn's round trip and refusals."
 import pytest
 import torch
 
 from paperlib.data import DataError
-from paperlib.images import VGG16bn, ResNet50, load_vgg16_bn, load_resnet50
+from paperlib.images import VGG16bn, ResNet, ResNet50, load_vgg16_bn, load_resnet50, load_resnet
 
 n_params = lambda m: sum(p.numel() for p in m.parameters())
 
@@ -95,3 +95,19 @@ def test_load_vgg16_bn_refuses_other_files(tmp_path):
     for load in (load_vgg16_bn, load_resnet50):
         with pytest.raises(DataError, match="tensor.pth: holds a Tensor, not a (VGG16-bn|ResNet-50) state dict"):
             load(tmp_path / "tensor.pth")
+
+
+def test_resnet50_keeps_its_names_and_the_dilated_101_loads_a_50_s_layers_by_name(tmp_path):
+    "ResNet50 is ResNet(50) under its old name; load_resnet reads the depth from layer3 and dilation changes no name."
+    with torch.device("meta"):
+        names50, names101 = list(ResNet50().state_dict()), list(ResNet(101, dilate=True).state_dict())
+        assert names50 == list(ResNet(50, dilate=True).state_dict())
+    assert set(names50) < set(names101) and "layer3.22.conv3.weight" in names101 and "layer3.6.conv1.weight" not in names50
+    g = torch.Generator().manual_seed(0)
+    torch.save(_random_state(ResNet50(), g, "module."), tmp_path / "r50.pth")
+    net = load_resnet(tmp_path / "r50.pth", dilate=True)
+    assert (net.depth, net.dilate, net.layer4[1].conv2.dilation) == (50, True, (4, 4))
+    assert [f.shape[-1] for f in net.eval().features(torch.rand(1, 3, 64, 72))] == [9, 9, 9]
+    assert torch.equal(load_resnet50(tmp_path / "r50.pth").layer4[1].conv2.weight, net.layer4[1].conv2.weight)
+    with pytest.raises(DataError, match="r50.pth: not a ResNet-101 state dict with torchvision's names"):
+        load_resnet(tmp_path / "r50.pth", depth=101)
