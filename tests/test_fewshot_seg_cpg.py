@@ -8,10 +8,17 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from paperlib.data import DataError
+from paperlib.datasets import read_fss_lists, write_tiny_pascal
 from paperlib.segment import class_miou, episode_hash, episode_list
 from paperlib.papers.fewshot_seg_cpg import (
-    CLASSES, VARIANTS, DCNet, Features, cpg, delta_miou, episode_batch, inference_cost, predict, swap_fg_bg, synth_fss,
-    train_dcnet)
+    CLASSES, VARIANTS, DCNet, Features, cpg, delta_miou, episode_batch, inference_cost, many_shots, predict, real_fss, swap_fg_bg,
+    synth_fss, train_dcnet)
+
+
+def write_tiny_dataset(data_root: Path) -> None:
+    "A tiny PASCAL-5i in PFENet's layout: 20 small image / class-id PNG pairs over four folds, 255 borders."
+    write_tiny_pascal(Path(data_root) / "pascal")
 
 
 @pytest.fixture(scope="module")
@@ -97,3 +104,20 @@ def test_bad_inputs_are_named(fold0):
 def test_background_branch_swaps_foreground_and_keeps_ignore():
     assert swap_fg_bg(torch.tensor([[0, 1, 255]])).tolist() == [[1, 0, 255]]
     assert set(VARIANTS) == {"baseline", "CPG", "BGL", "CPG+BGL", "AK", "EM"}
+
+
+def test_tiny_pascal_fold_keeps_novel_classes_out_of_training(tmp_path):
+    write_tiny_dataset(tmp_path)
+    table = read_fss_lists(tmp_path / "pascal", 20, "pascal", cache=False)
+    D = real_fss(table, "pascal", 0, side=32, cap=None, seed=0)
+    assert D.images["train"].shape[1:] == (3, 32, 32) and D.labels["test"].shape[1:] == (32, 32)
+    assert not set().union(*D.shows["train"], *D.shows["val"]) & set(D.novel)
+    assert all(set(s) & set(D.novel) for s in D.shows["test"])
+    assert many_shots(D, real=True) == 2          # the tiny copy's novel class has 3 validation images
+
+
+def test_real_fold_without_training_images_is_named(tmp_path):
+    write_tiny_dataset(tmp_path)
+    table = read_fss_lists(tmp_path / "pascal", 20, "pascal", cache=False)
+    with pytest.raises(DataError, match="fold 0 has no test image"):
+        real_fss(table[table.split == "train"], "pascal", 0, side=32, cap=None, seed=0)
