@@ -20,7 +20,7 @@ from .datasets import check_snapshot
 __all__ = ['T5_STSB', 'minilm_path', 'load_minilm', 'load_wordpiece', 'wordpieces', 'is_single_piece', 'word_span', 'piece_index',
            'contextual_embeddings', 'load_seq2seq', 'parse_score', 'seq2seq_scores', 'text_key', 'EmbeddingCache',
            'wordpiece_sets', 'jaccard_matrix', 'idf', 'top_idf', 'f1_pos', 'f1_threshold_search', 'snapshot_steps',
-           'SnapshotTrainer']
+           'SnapshotTrainer', 'cooccurrence', 'ppmi', 'ppmi_svd_vectors']
 
 # %% ../nbs/18_text.ipynb #3b549c65
 def minilm_path() -> Path:
@@ -278,3 +278,40 @@ class SnapshotTrainer:
         # would then be the least trained model
         f = table[col].to_numpy()
         return int(np.flatnonzero(f == f.max())[-1])
+
+# %% ../nbs/18_text.ipynb #2634a47d
+def cooccurrence(sentences, window: int = 5, min_count: int = 1) -> tuple[list, sparse.csr_matrix]:
+    "(vocabulary, symmetric (V, V) counts of word pairs at most `window` apart) over tokenised `sentences`; rarer words dropped."
+    if int(window) != window or window < 1: raise ValueError(f"window must be a whole number of at least 1, got {window}")
+    counts = pd.Series([w for s in sentences for w in s], dtype=object).value_counts()
+    vocab = sorted(counts[counts >= min_count].index)
+    if len(vocab) < 2: raise ValueError(f"{len(vocab)} word(s) occur at least min_count = {min_count} times: no co-occurrence to count")
+    ids = {w: i for i, w in enumerate(vocab)}
+    rows, cols = [], []
+    for s in sentences:
+        t = [ids[w] for w in s if w in ids]
+        for k in range(1, int(window) + 1):
+            rows += t[:-k] if k < len(t) else []; cols += t[k:]
+    C = sparse.coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(vocab), len(vocab))).tocsr()
+    return vocab, (C + C.T).tocsr()
+
+def ppmi(C: sparse.spmatrix, alpha: float = 0.75) -> sparse.csr_matrix:
+    "Positive PMI of co-occurrence counts `C`, the context distribution raised to `alpha` (Levy et al.'s smoothing)."
+    C = sparse.csr_matrix(C, dtype=float)
+    w, c = np.asarray(C.sum(1)).ravel(), np.asarray(C.sum(0)).ravel() ** alpha
+    C = C.tocoo()
+    pmi = np.log(C.data * c.sum() / (w[C.row] * c[C.col]))
+    keep = pmi > 0
+    return sparse.csr_matrix((pmi[keep], (C.row[keep], C.col[keep])), shape=C.shape)
+
+def ppmi_svd_vectors(sentences, dim: int = 100, window: int = 5, min_count: int = 1, alpha: float = 0.75) -> tuple[list, np.ndarray]:
+    "(vocabulary, (V, dim) word vectors U sqrt(S)) of the PPMI matrix's rank-`dim` SVD; deterministic, signs fixed."
+    vocab, C = cooccurrence(sentences, window, min_count)
+    if not 1 <= dim < len(vocab): raise ValueError(f"dim must be in 1..{len(vocab) - 1} for a vocabulary of {len(vocab)} words, got {dim}")
+    from scipy.sparse.linalg import svds
+    M = ppmi(C, alpha)                        # a dense SVD is exact and fast up to a few thousand words; ARPACK beyond
+    U, S, _ = np.linalg.svd(M.toarray(), full_matrices=False) if len(vocab) <= 2000 else \
+              svds(M, k=dim, v0=np.ones(len(vocab)) / np.sqrt(len(vocab)))
+    top = np.argsort(-S)[:dim]
+    X = U[:, top] * np.sqrt(S[top])
+    return vocab, X * np.sign(X[np.abs(X).argmax(0), np.arange(dim)])
