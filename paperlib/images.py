@@ -152,10 +152,11 @@ def load_resnet(path, depth: int | None = None, dilate: bool = False) -> ResNet:
 # %% ../nbs/25_images.ipynb #4b3deb9b
 class BasicBlock(nn.Module):
     expansion = 1
-    def __init__(self, cin: int, cout: int, stride: int = 1):
+    def __init__(self, cin: int, cout: int, stride: int = 1, dilation: int = 1):
         super().__init__()
-        self.conv1, self.bn1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout)
-        self.conv2, self.bn2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False), nn.BatchNorm2d(cout)
+        # dilation > 1 widens the view instead of striding (PSPNet's dilated stages)
+        self.conv1, self.bn1 = nn.Conv2d(cin, cout, 3, stride, dilation, dilation, bias=False), nn.BatchNorm2d(cout)
+        self.conv2, self.bn2 = nn.Conv2d(cout, cout, 3, 1, dilation, dilation, bias=False), nn.BatchNorm2d(cout)
         self.relu = nn.ReLU(inplace=True)
         self.downsample = (nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
                            if stride != 1 or cin != cout else None)

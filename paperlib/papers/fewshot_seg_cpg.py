@@ -18,7 +18,7 @@ from sklearn.metrics import jaccard_score
 from torch import nn
 
 from ..data import DataError
-from ..images import NORM, bundled_photo
+from ..images import NORM, BasicBlock, bundled_photo, image_floats
 from ..report import RuleResult, rule
 from ..segment import (IGNORE, Episode, class_miou, episode_counts, episode_hash, episode_list, fb_iou, fold_classes,
                               mask_weights, masked_average_pooling)
@@ -29,7 +29,7 @@ from ..train import fit
 __all__ = ['SHAPES', 'TEXTURES', 'CLASSES', 'FSS_BACKGROUNDS', 'STAR_INNER', 'RING_INNER', 'MIN_PIXELS', 'DATASETS', 'N_CLASSES',
            'FOLD_SPLIT', 'EPS', 'CPG_MODES', 'PROTOS', 'VARIANTS', 'PAPER_TABLE_3', 'PAPER_TABLE_1', 'PAPER_FB_IOU',
            'PAPER_TABLE_5', 'PAPER_TABLE_6', 'boundary_radius', 'shape_mask', 'texture', 'background', 'two_colours',
-           'scene', 'image_classes', 'FSSData', 'synth_fss', 'real_fss', 'many_shots', 'ImageNetTrunk', 'DilatedBlock',
+           'scene', 'image_classes', 'FSSData', 'synth_fss', 'real_fss', 'many_shots', 'ImageNetTrunk',
            'SmallDilatedResNet', 'base_targets', 'pretrain_backbone', 'base_miou', 'backbone_features', 'feature_mask',
            'prior_mask', 'cpg_steps', 'cpg', 'ak_count', 'ak_prototypes', 'em_prototypes', 'allocate', 'FEM',
            'swap_fg_bg', 'DCNet', 'episode_mask', 'Features', 'episode_batch', 'seg_loss', 'train_dcnet', 'predict',
@@ -162,10 +162,10 @@ DATASETS = ("pascal", "coco20i", "resnet_imagenet")      # the data folders this
 N_CLASSES = dict(pascal=20, coco20i=80)
 FOLD_SPLIT = dict(pascal="consecutive", coco20i="interleaved")   # PASCAL-5i's blocks of 5; PFENet's COCO-20i split
 
-def _read_pair(image, label, side: int) -> tuple[np.ndarray, np.ndarray]:
+def _label(path, side: int) -> np.ndarray:
+    "A class-id label PNG resized to side x side by nearest neighbour (ids are never blended)."
     from PIL import Image
-    img = np.asarray(Image.open(image).convert("RGB").resize((side, side), Image.BILINEAR), np.float32) / 255
-    return img.transpose(2, 0, 1), np.asarray(Image.open(label).resize((side, side), Image.NEAREST), np.uint8)
+    with Image.open(path) as im: return np.asarray(im.resize((side, side), Image.NEAREST), np.uint8)
 
 def real_fss(table: pd.DataFrame, dataset: str, fold: int, side: int, cap: int | None, seed: int) -> FSSData:
     """One fold of PASCAL-5i or COCO-20i from the dataset's table (image, label, split, classes): training scenes are
@@ -180,14 +180,14 @@ def real_fss(table: pd.DataFrame, dataset: str, fold: int, side: int, cap: int |
     tr, te = pick(tr), pick(te)
     n_val = max(1, len(tr) // 10)
     parts = dict(train=tr.iloc[n_val:], val=tr.iloc[:n_val], test=te)
-    X, Y, S = {}, {}, {}
+    X, Y, S, notes = {}, {}, {}, []
     for split, t in parts.items():
         if not len(t): raise DataError(f"{dataset}: fold {fold} has no {split} image (train images with a base class and no novel one; val images with a novel class)")
-        pairs = [_read_pair(i, l, side) for i, l in zip(t.image, t.label)]
-        X[split], Y[split] = np.stack([p[0] for p in pairs]), np.stack([p[1] for p in pairs])
+        X[split], keep = image_floats(t.image, side, f"{dataset} fold {fold} {split}", notes)
+        Y[split] = np.stack([_label(l, side) for l in t.label[keep]])
         S[split] = [image_classes(l) for l in Y[split]]
     names = tuple(str(c) for c in range(1, N_CLASSES[dataset] + 1))
-    return FSSData(X, Y, S, novel, base, names, [f"{dataset} fold {fold}: {len(parts['train'])} training, {len(parts['val'])} held-out "
+    return FSSData(X, Y, S, novel, base, names, notes + [f"{dataset} fold {fold}: {len(parts['train'])} training, {len(parts['val'])} held-out "
                                                  f"and {len(te)} test images at {side} px (capped at {cap} a split)"])
 
 def many_shots(D: FSSData, real: bool, most: int = 5) -> int:
@@ -212,27 +212,17 @@ class ImageNetTrunk(nn.Module):
         return dict(zip(("layer2", "layer3", "layer4"), self.resnet.features((x - self.mean) / self.std)))
 
 # %% ../../nbs/papers/fewshot_seg_cpg.ipynb #31a6a71b
-class DilatedBlock(nn.Module):
-    "A residual block of two 3 x 3 convolutions; `dilation` > 1 widens the view instead of striding (PSPNet's trick)."
-    def __init__(self, cin: int, cout: int, stride: int = 1, dilation: int = 1):
-        super().__init__()
-        conv = lambda i, s: nn.Conv2d(i, cout, 3, s, dilation, dilation, bias=False)
-        self.body = nn.Sequential(conv(cin, stride), nn.BatchNorm2d(cout), nn.ReLU(inplace=True), conv(cout, 1), nn.BatchNorm2d(cout))
-        self.skip = (nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
-                     if stride != 1 or cin != cout else nn.Identity())
-
-    def forward(self, x): return F.relu(self.body(x) + self.skip(x))
-
 class SmallDilatedResNet(nn.Module):
-    """PFENet's backbone in miniature: a deep stem (two 3 x 3 convolutions, the first strided), one block a stage,
+    """PFENet's backbone in miniature: a deep stem (two 3 x 3 convolutions, the first strided), one residual block
+    (`images.BasicBlock`) a stage,
     output stride 8 (layer3 and layer4 dilated by 2 and 4, not strided). `forward` gives layer2, layer3 and layer4."""
     def __init__(self, widths=(16, 32, 64, 128)):
         super().__init__()
         w1, w2, w3, w4 = widths
         self.stem = nn.Sequential(nn.Conv2d(3, w1 // 2, 3, 2, 1, bias=False), nn.BatchNorm2d(w1 // 2), nn.ReLU(inplace=True),
                                   nn.Conv2d(w1 // 2, w1, 3, 1, 1, bias=False), nn.BatchNorm2d(w1), nn.ReLU(inplace=True))
-        self.layer1, self.layer2 = DilatedBlock(w1, w1, 2), DilatedBlock(w1, w2, 2)
-        self.layer3, self.layer4 = DilatedBlock(w2, w3, 1, 2), DilatedBlock(w3, w4, 1, 4)
+        self.layer1, self.layer2 = BasicBlock(w1, w1, 2), BasicBlock(w1, w2, 2)
+        self.layer3, self.layer4 = BasicBlock(w2, w3, 1, 2), BasicBlock(w3, w4, 1, 4)
         self.widths = widths
 
     def forward(self, x) -> dict:
