@@ -391,6 +391,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                    'paperlib.fairness.class_tilted_shares': ('fairness.html#class_tilted_shares', 'paperlib/fairness.py'),
                                    'paperlib.fairness.decorrelation': ('fairness.html#decorrelation', 'paperlib/fairness.py'),
                                    'paperlib.fairness.draw_attribute': ('fairness.html#draw_attribute', 'paperlib/fairness.py'),
+                                   'paperlib.fairness.equal_mass_bins': ('fairness.html#equal_mass_bins', 'paperlib/fairness.py'),
                                    'paperlib.fairness.exponential_counts': ('fairness.html#exponential_counts', 'paperlib/fairness.py'),
                                    'paperlib.fairness.fit_predict': ('fairness.html#fit_predict', 'paperlib/fairness.py'),
                                    'paperlib.fairness.frequency_groups': ('fairness.html#frequency_groups', 'paperlib/fairness.py'),

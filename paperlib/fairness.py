@@ -18,9 +18,10 @@ from .metric import recall_hits, cluster_nmi, uniformity_kl
 __all__ = ['OVERALL', 'UPSTREAM', 'CLASSIFIERS', 'DOWNSTREAM', 'GAP_RULES', 'FREQUENCY_GROUPS', 'GROUPINGS', 'group_names',
            'subgroup_upstream', 'subgroup_alignment', 'make_classifier', 'subgroup_downstream', 'fit_predict',
            'subgroup_gap', 'worst_group', 'gap_rows', 'imbalanced_counts', 'ratio_counts', 'take_counts',
-           'exponential_counts', 'pareto_counts', 'frequency_groups', 'group_accuracy', 'check_shares',
-           'draw_attribute', 'class_tilted_shares', 'oversample_groups', 'DomainIndependentLR', 'attribute_probe',
-           'grad_reverse', 'xi_network', 'decorrelation', 'paired_difference', 'item_gap_values', 'item_gap_diff']
+           'exponential_counts', 'pareto_counts', 'equal_mass_bins', 'frequency_groups', 'group_accuracy',
+           'check_shares', 'draw_attribute', 'class_tilted_shares', 'oversample_groups', 'DomainIndependentLR',
+           'attribute_probe', 'grad_reverse', 'xi_network', 'decorrelation', 'paired_difference', 'item_gap_values',
+           'item_gap_diff']
 
 # %% ../nbs/16_fairness.ipynb #8020f3a9
 OVERALL = "overall"
@@ -221,6 +222,19 @@ def pareto_counts(n_max: int, n_min: int, n_classes: int, alpha: float) -> np.nd
     b = ((n_max / n_min) ** (1 / alpha) - 1) / (n_classes - 1)
     return _round_half_up(n_max * (1 + b * r) ** -alpha)
 
+# %% ../nbs/16_fairness.ipynb #c8303144
+def equal_mass_bins(counts, k: int) -> np.ndarray:
+    "The bin (0 = head, k - 1 = tail) of each class of `counts` (a sequence) among `k` bins of about equal total count."
+    n = np.asarray(counts, dtype=float)
+    if int(k) != k or k < 1: raise ValueError(f"k must be a whole number of at least 1, got {k}")
+    if n.ndim != 1 or (n < 0).any() or not np.isfinite(n).all(): raise ValueError("class counts must be a 1-D sequence of finite, non-negative numbers")
+    if n.sum() <= 0: raise ValueError("equal-mass bins need a positive total count")
+    order = np.argsort(-n, kind="stable")                 # head first, ties in the given order
+    mid = np.cumsum(n[order]) - n[order] / 2
+    b = np.empty(len(n), dtype=int)
+    b[order] = np.minimum((k * mid / n.sum()).astype(int), int(k) - 1)
+    return b
+
 # %% ../nbs/16_fairness.ipynb #1f0f0c96
 FREQUENCY_GROUPS = ("Many", "Medium", "Few")
 GROUPINGS = ("thirds", "thresholds", "equal_mass")
@@ -243,8 +257,7 @@ def frequency_groups(counts, how: str = "thirds", thresholds=(100, 20)) -> dict:
         g[order] = np.where(np.arange(len(n)) < t, 0, np.where(np.arange(len(n)) >= len(n) - t, 2, 1))
     else:
         if n.sum() <= 0: raise ValueError("equal_mass needs a positive total count")
-        mid = np.cumsum(n[order]) - n[order] / 2
-        g[order] = np.minimum((3 * mid / n.sum()).astype(int), 2)
+        g = equal_mass_bins(n, 3)
     return {k: FREQUENCY_GROUPS[i] for k, i in zip(c, g)}
 
 # %% ../nbs/16_fairness.ipynb #b6a94055
