@@ -22,30 +22,33 @@ __all__ = ['REGISTRY', 'DAGM_FOLDER', 'PCB_FOLDER', 'PLAIN_FOLDER', 'DAGM_CLASSE
            'FEAT_FOLDER', 'EMBEDDING_INDEX', 'FEAT_DATA', 'UTK_RACES', 'UTK_NAME', 'ATTRIBUTE_TESTS', 'FOLDER_GROUP',
            'MORPH_LEVELS', 'POWERTAC_HOURS', 'POWERTAC_META', 'POWERTAC_LAYOUTS', 'POWERTAC_COUNTERFACTUAL', 'POWERTAC',
            'SALIENT_FOLDER', 'TASKS_FOLDER', 'SALIENT_REASONS', 'MINORITY_TASKS', 'COMPANY_LAYOUT', 'PRODUCT_LAYOUT',
-           'TASK_LAYOUT', 'SALIENT', 'MINORITY', 'CUB_IMAGES_TXT', 'CUB_LABELS_TXT', 'CUB_LAYOUTS', 'CUB_BREAKAGES',
-           'CUB', 'CARS_BREAKAGES', 'CARS', 'ITA_BINS', 'CELEBA_IDS', 'CELEBA_MARKS', 'CELEBA_IDS_LAYOUT',
-           'CELEBA_SKIN', 'CELEBA_ATTRIBUTES', 'CELEBA_SPLITS', 'CELEBA_SPLIT_SIZES', 'CELEBA_ATTR_FILE',
-           'CELEBA_PARTITION_FILE', 'CELEBA_PARTITION', 'CELEBA_ATTR_BREAKAGES', 'CELEBA_BREAKAGES', 'CELEBA',
-           'LFW_RACES', 'LFW_ATTRS', 'LFW_TINY_RACES', 'LFW_BREAKAGES', 'LFW', 'IMNET_FOLDER', 'IMNET_SPLITS_FOLDER',
-           'PLACES_FOLDER', 'IMNET_IN100_KEYS', 'IMAGENET_LT_LISTS', 'IMNET_TINY_WNIDS', 'IMNET_TINY_RGB',
-           'PLACES_TINY_SCENES', 'IMAGE_SUFFIXES', 'IMAGENET_LT_BREAKAGES', 'IMAGENET_BREAKAGES', 'PLACES_BREAKAGES',
-           'IMAGENET', 'IMAGENET_LT', 'PLACES', 'YFCC_FOLDER', 'VGG16_BN_FOLDER', 'YFCC_BREAKAGES',
-           'VGG16_BN_BREAKAGES', 'YFCC', 'VGG16_BN', 'PASCAL_FOLDER', 'COCO20I_FOLDER', 'RESNET_FOLDER',
-           'PASCAL_CLASSES', 'FSS_LISTS', 'FSS_NAMES', 'FSS_IGNORE', 'PASCAL_TINY_CLASSES', 'COCO20I_TINY_CLASSES',
-           'PASCAL_BREAKAGES', 'COCO20I_BREAKAGES', 'RESNET_BREAKAGES', 'PASCAL', 'COCO20I', 'RESNET', 'Dataset',
-           'register_dataset', 'get_dataset', 'find_folder', 'dataset_folders', 'folder_status', 'read_image',
-           'resize_image', 'load_dagm', 'read_voc_boxes', 'load_pcb', 'load_plain', 'read_stsb', 'read_stsb_sv',
-           'check_snapshot', 'parse_utkface', 'skipped_note', 'scan_utkface', 'scan_attributes', 'scan_morphs',
-           'load_embeddings', 'read_powertac_counterfactuals', 'write_tiny_powertac', 'read_powertac',
-           'read_labelled_csv', 'read_lines', 'read_salient_facts', 'read_minority_tasks', 'check_class_range',
-           'tiny_image', 'cub_home', 'read_cub', 'write_tiny_cub', 'read_cars', 'write_tiny_cars', 'read_table_after',
-           'ita_category', 'patch_ita', 'read_celeba', 'celeba_split_by_index', 'read_celeba_attrs',
-           'write_tiny_celeba', 'judge_celeba', 'read_lfw', 'write_tiny_lfw', 'write_tiny_imagenet',
-           'write_tiny_places', 'write_tiny_imagenet_lt', 'read_imagenet_lt', 'check_imagenet', 'check_places',
-           'judge_imagenet_lt', 'write_tiny_imagenet_lt_splits', 'read_image_tree', 'write_tiny_yfcc_celeba',
-           'weights_file', 'vgg16_bn_weights', 'check_vgg16_bn', 'fss_stem_paths', 'label_classes', 'read_fss_lists',
-           'read_pascal', 'read_coco20i', 'tiny_fss_objects', 'write_tiny_pascal', 'write_tiny_coco20i',
-           'resnet_weights', 'check_resnet', 'split_within_classes', 'subsample_classes']
+           'TASK_LAYOUT', 'SALIENT', 'MINORITY', 'CV_FOLDER', 'CV_QUESTIONS', 'CV_TAGS', 'CV_OPTIONAL', 'CV_LAYOUTS',
+           'CV_TINY_TAGS', 'CV_TINY_BODIES', 'CV_TINY_EMPTY', 'CV_TINY_LATIN1', 'CV_TINY_UNTAGGED', 'CV_BREAKAGES',
+           'CROSS_VALIDATED', 'CUB_IMAGES_TXT', 'CUB_LABELS_TXT', 'CUB_LAYOUTS', 'CUB_BREAKAGES', 'CUB',
+           'CARS_BREAKAGES', 'CARS', 'ITA_BINS', 'CELEBA_IDS', 'CELEBA_MARKS', 'CELEBA_IDS_LAYOUT', 'CELEBA_SKIN',
+           'CELEBA_ATTRIBUTES', 'CELEBA_SPLITS', 'CELEBA_SPLIT_SIZES', 'CELEBA_ATTR_FILE', 'CELEBA_PARTITION_FILE',
+           'CELEBA_PARTITION', 'CELEBA_ATTR_BREAKAGES', 'CELEBA_BREAKAGES', 'CELEBA', 'LFW_RACES', 'LFW_ATTRS',
+           'LFW_TINY_RACES', 'LFW_BREAKAGES', 'LFW', 'IMNET_FOLDER', 'IMNET_SPLITS_FOLDER', 'PLACES_FOLDER',
+           'IMNET_IN100_KEYS', 'IMAGENET_LT_LISTS', 'IMNET_TINY_WNIDS', 'IMNET_TINY_RGB', 'PLACES_TINY_SCENES',
+           'IMAGE_SUFFIXES', 'IMAGENET_LT_BREAKAGES', 'IMAGENET_BREAKAGES', 'PLACES_BREAKAGES', 'IMAGENET',
+           'IMAGENET_LT', 'PLACES', 'YFCC_FOLDER', 'VGG16_BN_FOLDER', 'YFCC_BREAKAGES', 'VGG16_BN_BREAKAGES', 'YFCC',
+           'VGG16_BN', 'PASCAL_FOLDER', 'COCO20I_FOLDER', 'RESNET_FOLDER', 'PASCAL_CLASSES', 'FSS_LISTS', 'FSS_NAMES',
+           'FSS_IGNORE', 'PASCAL_TINY_CLASSES', 'COCO20I_TINY_CLASSES', 'PASCAL_BREAKAGES', 'COCO20I_BREAKAGES',
+           'RESNET_BREAKAGES', 'PASCAL', 'COCO20I', 'RESNET', 'Dataset', 'register_dataset', 'get_dataset',
+           'find_folder', 'dataset_folders', 'folder_status', 'read_image', 'resize_image', 'load_dagm',
+           'read_voc_boxes', 'load_pcb', 'load_plain', 'read_stsb', 'read_stsb_sv', 'check_snapshot', 'parse_utkface',
+           'skipped_note', 'scan_utkface', 'scan_attributes', 'scan_morphs', 'load_embeddings',
+           'read_powertac_counterfactuals', 'write_tiny_powertac', 'read_powertac', 'read_labelled_csv', 'read_lines',
+           'read_salient_facts', 'read_minority_tasks', 'strip_html', 'split_latex', 'read_csv_records',
+           'read_cross_validated', 'cv_tiny_id', 'write_tiny_cross_validated', 'check_class_range', 'tiny_image',
+           'cub_home', 'read_cub', 'write_tiny_cub', 'read_cars', 'write_tiny_cars', 'read_table_after', 'ita_category',
+           'patch_ita', 'read_celeba', 'celeba_split_by_index', 'read_celeba_attrs', 'write_tiny_celeba',
+           'judge_celeba', 'read_lfw', 'write_tiny_lfw', 'write_tiny_imagenet', 'write_tiny_places',
+           'write_tiny_imagenet_lt', 'read_imagenet_lt', 'check_imagenet', 'check_places', 'judge_imagenet_lt',
+           'write_tiny_imagenet_lt_splits', 'read_image_tree', 'write_tiny_yfcc_celeba', 'weights_file',
+           'vgg16_bn_weights', 'check_vgg16_bn', 'fss_stem_paths', 'label_classes', 'read_fss_lists', 'read_pascal',
+           'read_coco20i', 'tiny_fss_objects', 'write_tiny_pascal', 'write_tiny_coco20i', 'resnet_weights',
+           'check_resnet', 'split_within_classes', 'subsample_classes']
 
 # %% ../nbs/24_datasets.ipynb #f9fe6ab5
 @dataclass(eq=False)
@@ -750,6 +753,177 @@ def read_minority_tasks(folder) -> dict:
 SALIENT = register_dataset(Dataset(SALIENT_FOLDER, "labelled review sentences per company, unlabelled and expert sentences, products",
                                    (COMPANY_LAYOUT, PRODUCT_LAYOUT), check=read_salient_facts))
 MINORITY = register_dataset(Dataset(TASKS_FOLDER, "the minority-comment classification tasks", (TASK_LAYOUT,), check=read_minority_tasks))
+
+# %% ../nbs/24_datasets.ipynb #45c0fe9d
+import csv, io
+from html import unescape
+
+CV_FOLDER, CV_QUESTIONS, CV_TAGS = "cross_validated", "Questions.csv", "Tags.csv"
+# a comment, or a tag whose quoted attribute values may hold '>'
+_HTML_TAG = re.compile(r"<!--.*?-->|<(/?)([A-Za-z][A-Za-z0-9]*)(?:[^>\"']|\"[^\"]*\"|'[^']*')*>", re.S)
+_BLOCK_TAGS = {"p", "br", "li", "ul", "ol", "pre", "blockquote", "div", "hr", "table", "tr", "td", "th",
+               "h1", "h2", "h3", "h4", "h5", "h6"}
+
+def _tag_token(m) -> str:
+    close, name = m.group(1), (m.group(2) or "").lower()
+    if close and name in ("p", "s"): return f" </{name}> "
+    # a block ends a word; an inline tag (code, em, a) may sit inside one, as in stat<em>s</em>
+    return " " if name in _BLOCK_TAGS else ""
+
+def strip_html(html: str) -> str:
+    "The words of an HTML body: `</p>` (and `</s>`) kept as delimiter tokens, other tags dropped, entities unescaped."
+    # tags first, entities after: an escaped '&lt;p&gt;' is text, not a tag
+    return " ".join(unescape(_HTML_TAG.sub(_tag_token, html)).split())
+
+# %% ../nbs/24_datasets.ipynb #f3cb5bbd
+_MATH = re.compile(r"(?<!\\)\$\$((?:(?!</[ps]>)[^$])+?)\$\$|(?<!\\)\$((?:(?!</[ps]>)[^$])+?)\$")
+_MATH_TOKEN = re.compile(r"\\([A-Za-z]+)|\\.|[^\W\d_]+|\d+(?:\.\d+)?|[^\s\w{}^\\]")
+
+def _math_words(m) -> str:
+    tex = m.group(1) if m.group(1) is not None else m.group(2)
+    words = [t.group(1) or t.group(0) for t in _MATH_TOKEN.finditer(tex) if t.group(1) or not t.group(0).startswith("\\")]
+    return " " + " ".join(words) + " "
+
+def split_latex(text: str) -> str:
+    "`text` with its LaTeX math as words: `$\\frac{a}{b}$` -> `frac a b`, `$\\hat\\beta_1$` -> `hat beta 1`."
+    return " ".join(_MATH.sub(_math_words, text).split())
+
+# %% ../nbs/24_datasets.ipynb #d355c35c
+CV_OPTIONAL = ("OwnerUserId", "CreationDate", "Score")       # in the archive, not read
+CV_LAYOUTS = (
+    Layout("Cross Validated questions", "the questions, one per row: title and HTML body",
+           [Column("Id", kind="int", doc="the question"), *[Column(c, allow_empty=True, doc="optional; not read") for c in CV_OPTIONAL],
+            Column("Title", doc="plain text"), Column("Body", allow_empty=True, doc="HTML, with LaTeX between dollar signs")],
+           index=CV_QUESTIONS, key="Id", unique=("Id",), folder=CV_FOLDER),
+    Layout("Cross Validated tags", "the questions' tags, one row per question and tag",
+           [Column("Id", kind="int", doc="a question's Id"), Column("Tag", doc="lowercase with hyphens, e.g. p-value")],
+           index=CV_TAGS, refs={"Id": (CV_QUESTIONS, "Id")}, folder=CV_FOLDER))
+
+def read_csv_records(path: Path) -> tuple[list, str]:
+    "(spreadsheet row, fields) of each non-blank record of CSV `path`, and its encoding: UTF-8, else latin-1 for the whole file."
+    raw = path.read_bytes()
+    try: text, enc = raw.decode("utf-8-sig"), "utf-8"
+    except UnicodeDecodeError: text, enc = raw.decode("latin-1"), "latin-1"       # any byte is a latin-1 character
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try: return [(row, r) for row, r in enumerate(reader, 1) if any(f.strip() for f in r)], enc
+    except csv.Error as e: raise DataError(f"{path}, line {reader.line_num}: {e}") from None
+
+# %% ../nbs/24_datasets.ipynb #435eca47
+def _cv_table(path: Path, layout: Layout, notes: list) -> tuple[pd.DataFrame, list]:
+    "The required columns of one archive file (stripped strings, `Id` as int), and the spreadsheet row of each row."
+    valid = [c.name for c in layout.columns]
+    if not path.is_file(): raise DataError(f"missing file {path}: {layout.description} (columns {', '.join(valid)})")
+    recs, enc = read_csv_records(path)
+    if enc != "utf-8": notes.append(f"{path.name} is not UTF-8: read as latin-1")
+    need, head = [c for c in layout.columns if c.name not in CV_OPTIONAL], [h.strip() for h in recs[0][1]] if recs else []
+    missing = [c.name for c in need if c.name not in head]
+    if missing: raise DataError(f"{path}: missing column(s) {missing}; found {head}; valid columns: {', '.join(valid)} "
+                                f"(required: {', '.join(c.name for c in need)})")
+    rows = recs[1:]
+    if not rows: raise DataError(f"{path} has a header but no rows")
+    for row, r in rows:
+        if len(r) != len(head): raise DataError(f"{path}, row {row}: {len(r)} fields, but the header has {len(head)}")
+    df = pd.DataFrame([[r[head.index(c.name)].strip() for c in need] for _, r in rows], columns=[c.name for c in need])
+    where = lambda i, col: f"{path}, row {rows[i][0]}, column {col!r}"
+    for c in need:
+        empty = (df[c.name] == "").to_numpy()
+        if not c.allow_empty and empty.any(): raise DataError(f"{where(int(np.argmax(empty)), c.name)}: empty, but a value is required")
+    ids = pd.to_numeric(df.Id, errors="coerce")
+    bad = (ids.isna() | (ids % 1 != 0)).to_numpy()
+    if bad.any(): raise DataError(f"{where(int(np.argmax(bad)), 'Id')}: {df.Id.iloc[int(np.argmax(bad))]!r} is not a valid int")
+    df["Id"] = ids.astype("int64")
+    # not in .attrs: pandas copies attrs into every result, once per group of a groupby
+    return df, [row for row, _ in rows]
+
+# %% ../nbs/24_datasets.ipynb #0250298a
+def _cv_check_ids(folder: Path, q: pd.DataFrame, q_rows: list, t: pd.DataFrame, t_rows: list):
+    "Each question's Id once in Questions.csv, and each Id of Tags.csv a question there."
+    dup = q.Id.duplicated().to_numpy()
+    if dup.any():
+        i = int(np.argmax(dup)); first = int(np.argmax((q.Id == q.Id.iloc[i]).to_numpy()))
+        raise DataError(f"{folder / CV_QUESTIONS}, row {q_rows[i]}, column 'Id': {q.Id.iloc[i]} repeats row "
+                        f"{q_rows[first]}; each question has one row")
+    bad = ~t.Id.isin(set(q.Id)).to_numpy()
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise DataError(f"{folder / CV_TAGS}, row {t_rows[i]}, column 'Id': {t.Id.iloc[i]} has no question in {CV_QUESTIONS}")
+
+def _count(n: int, what: str) -> str: return f"{n} question{'' if n == 1 else 's'} {what}"
+
+def read_cross_validated(folder) -> pd.DataFrame:
+    """One row per tagged question of `folder`: `id`, `text` (title, `</title>`, the body's words), `tags` (sorted tuple).
+    `.attrs`: `notes` (files read as latin-1, empty bodies, untagged questions dropped) and `files` (relative paths)."""
+    folder, notes = Path(folder), []
+    if not folder.is_dir(): raise DataError(f"data folder {folder} does not exist (it needs {CV_QUESTIONS} and {CV_TAGS})")
+    (q, q_rows), (t, t_rows) = (_cv_table(folder / l.index, l, notes) for l in CV_LAYOUTS)
+    _cv_check_ids(folder, q, q_rows, t, t_rows)
+    tags = {}
+    for i, tag in zip(t.Id.tolist(), t.Tag.tolist()): tags.setdefault(i, set()).add(tag)
+    body = [split_latex(strip_html(b)) for b in q.Body]
+    # a body of paragraph ends alone has nothing to read: the title stands for the question
+    empty = [not b.replace("</p>", "").replace("</s>", "").strip() for b in body]
+    df = pd.DataFrame(dict(id=q.Id, text=[f"{ti} </title>" + ("" if e else f" {b}") for ti, b, e in zip(q.Title, body, empty)],
+                           tags=[tuple(sorted(tags[i])) if i in tags else None for i in q.Id.tolist()]))
+    if any(empty): notes.append(_count(sum(empty), "with an empty body after removing the HTML (kept, title only)"))
+    untagged = df.tags.isna()
+    if untagged.any(): notes.append(_count(int(untagged.sum()), "without a tag (dropped)"))
+    df = df[~untagged].reset_index(drop=True)
+    df.attrs.update(notes=notes, files=[CV_QUESTIONS, CV_TAGS])
+    return df
+
+# %% ../nbs/24_datasets.ipynb #b5cea5ee
+CV_TINY_TAGS = (("regression", 19), ("r", 13), ("hypothesis-testing", 10), ("p-value", 8), ("bayesian", 4), ("time-series", 3),
+                ("machine-learning", 2), ("anova", 1), ("logistic", 1), ("mixed-model", 1), ("survival", 1), ("bootstrap", 1))
+CV_TINY_BODIES = (
+    '<p>I fit <code>lm(y ~ x)</code> &amp; got a warning.</p><p>See <a href="https://example.org/q?id={k}&amp;s=1">this post</a>.</p>',
+    r"<p>Is $\sigma^2$ known when n &lt; 30?</p>",
+    "<p>Is the mean $$\\frac{1}{n}\\sum x_i$$ unbiased?</p><pre><code>mean(x)\nsd(x)\n</code></pre>",
+    r"<p>Why is $\hat\beta_1$ biased?</p><p>It&#39;s odd &mdash; isn&#39;t it?</p>")
+CV_TINY_EMPTY, CV_TINY_LATIN1, CV_TINY_UNTAGGED = 5, 7, 39
+
+def cv_tiny_id(k: int) -> int: return 10 + 3 * k
+
+def _write_csv(path: Path, rows: list, encoding: str):
+    out = io.StringIO(); csv.writer(out, lineterminator="\n").writerows(rows)
+    path.write_text(out.getvalue(), encoding=encoding, newline="")
+
+def write_tiny_cross_validated(folder) -> Path:
+    "The 40 questions and their 64 tags at `folder` (Questions.csv in latin-1, Tags.csv in UTF-8)."
+    folder = Path(folder); folder.mkdir(parents=True, exist_ok=True)
+    pool, tags = iter([t for t, n in CV_TINY_TAGS for _ in range(n)]), {k: [] for k in range(40)}
+    for p in range(3):          # each pass gives a question one tag at most: no question gets the same tag twice
+        for k in range(40):
+            if k != CV_TINY_UNTAGGED and (1, 2, 1, 3, 1, 2)[k % 6] > p: tags[k].append(next(pool))
+    q = [["Id", "OwnerUserId", "CreationDate", "Score", "Title", "Body"]]
+    for k in range(40):
+        title = "Cramér's V for a 2x2 table" if k == CV_TINY_LATIN1 else f"Question {k} on {(tags[k] or ['nothing'])[0]}"
+        body = "" if k == CV_TINY_EMPTY else CV_TINY_BODIES[k % 4].replace("{k}", str(k))
+        q.append([cv_tiny_id(k), 100 + k, f"2011-0{1 + k % 9}-1{k % 10}T12:00:00Z", k % 5 - 1, title, body])
+    _write_csv(folder / CV_QUESTIONS, q, "latin-1")
+    _write_csv(folder / CV_TAGS, [["Id", "Tag"]] + [[cv_tiny_id(k), t] for k in range(40) for t in tags[k]], "utf-8")
+    return folder
+
+# %% ../nbs/24_datasets.ipynb #9f539b16
+def _edit_csv(name: str, fn):
+    "A breakage: rewrite the records of CSV `name` of the folder with `fn(records)`, in the file's own encoding."
+    def mutate(folder):
+        recs, enc = read_csv_records(Path(folder) / name)
+        _write_csv(Path(folder) / name, fn([r for _, r in recs]), enc)
+    return mutate
+
+CV_BREAKAGES = (
+    ("missing Tags.csv", lambda f: (Path(f) / CV_TAGS).unlink(), "Tags.csv: the questions' tags, one row per question and tag"),
+    ("missing Body column", _edit_csv(CV_QUESTIONS, lambda rs: [r[:5] for r in rs]), "Questions.csv: missing column(s) ['Body']"),
+    ("duplicate Id", _edit_csv(CV_QUESTIONS, lambda rs: rs[:3] + [rs[1][:1] + rs[3][1:]] + rs[4:]),
+     "Questions.csv, row 4, column 'Id': 10 repeats row 2"),
+    ("tag of an unknown question", _edit_csv(CV_TAGS, lambda rs: rs[:1] + [["999999", "r"]] + rs[1:]),
+     "Tags.csv, row 2, column 'Id': 999999 has no question in Questions.csv"),
+    ("empty tag", _edit_csv(CV_TAGS, lambda rs: rs[:2] + [[rs[2][0], " "]] + rs[3:]), "Tags.csv, row 3, column 'Tag': empty"),
+)
+
+CROSS_VALIDATED = register_dataset(Dataset(
+    CV_FOLDER, "Questions from Cross Validated (Kaggle statsquestions): questions and their tags", CV_LAYOUTS,
+    check=read_cross_validated, write_tiny=write_tiny_cross_validated, breakages=CV_BREAKAGES, aliases=("statsquestions",)))
 
 # %% ../nbs/24_datasets.ipynb #4136e497
 def check_class_range(df: pd.DataFrame, where, lo: int, hi: int, col: str = "class_id", name: str | None = None) -> pd.DataFrame:

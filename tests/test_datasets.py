@@ -270,3 +270,23 @@ def test_resnet_folder_one_weights_file_loaded_with_its_depth(tmp_path):
         mutate(folder)
         with pytest.raises(DataError) as e: ds.judge(folder)
         assert expected in str(e.value), (name, str(e.value))
+
+
+def test_cross_validated_tiny_copy_reads_and_each_breakage_is_named(tmp_path):
+    from paperlib.datasets import read_cross_validated, CV_TINY_TAGS
+    ds = REGISTRY["cross_validated"]
+    assert ds.names == ("cross_validated", "statsquestions")
+    df = read_cross_validated(ds.write_tiny(tmp_path / "ok" / "cross_validated"))
+    assert len(df) == 39 and df.attrs["files"] == ["Questions.csv", "Tags.csv"]
+    assert df.attrs["notes"] == ["Questions.csv is not UTF-8: read as latin-1",
+                                 "1 question with an empty body after removing the HTML (kept, title only)",
+                                 "1 question without a tag (dropped)"]
+    assert sum(t.startswith("Cramér's V for a 2x2 table </title> ") for t in df.text) == 1
+    assert sorted({t for ts in df.tags for t in ts}) == sorted(t for t, _ in CV_TINY_TAGS)
+    assert [b[0] for b in ds.breakages] == ["missing Tags.csv", "missing Body column", "duplicate Id",
+                                            "tag of an unknown question", "empty tag"]
+    for name, mutate, expected in ds.breakages:
+        path = ds.write_tiny(tmp_path / name.replace(" ", "_") / "cross_validated")
+        mutate(path)
+        with pytest.raises(DataError) as e: ds.judge(path)
+        assert expected in str(e.value), (name, str(e.value))
