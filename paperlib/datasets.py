@@ -852,7 +852,7 @@ def _count(n: int, what: str) -> str: return f"{n} question{'' if n == 1 else 's
 
 def read_cross_validated(folder) -> pd.DataFrame:
     """One row per tagged question of `folder`: `id`, `text` (title, `</title>`, the body's words), `tags` (sorted tuple).
-    `.attrs`: `notes` (files read as latin-1, empty bodies, untagged questions dropped) and `files` (relative paths)."""
+    (a title's LaTeX is split like the body's) `.attrs`: `notes` (files read as latin-1, empty bodies, untagged questions dropped) and `files` (relative paths)."""
     folder, notes = Path(folder), []
     if not folder.is_dir(): raise DataError(f"data folder {folder} does not exist (it needs {CV_QUESTIONS} and {CV_TAGS})")
     (q, q_rows), (t, t_rows) = (_cv_table(folder / l.index, l, notes) for l in CV_LAYOUTS)
@@ -862,7 +862,7 @@ def read_cross_validated(folder) -> pd.DataFrame:
     body = [split_latex(strip_html(b)) for b in q.Body]
     # a body of paragraph ends alone has nothing to read: the title stands for the question
     empty = [not b.replace("</p>", "").replace("</s>", "").strip() for b in body]
-    df = pd.DataFrame(dict(id=q.Id, text=[f"{ti} </title>" + ("" if e else f" {b}") for ti, b, e in zip(q.Title, body, empty)],
+    df = pd.DataFrame(dict(id=q.Id, text=[f"{split_latex(ti)} </title>" + ("" if e else f" {b}") for ti, b, e in zip(q.Title, body, empty)],
                            tags=[tuple(sorted(tags[i])) if i in tags else None for i in q.Id.tolist()]))
     if any(empty): notes.append(_count(sum(empty), "with an empty body after removing the HTML (kept, title only)"))
     untagged = df.tags.isna()
