@@ -34,21 +34,27 @@ __all__ = ['REGISTRY', 'DAGM_FOLDER', 'PCB_FOLDER', 'PLAIN_FOLDER', 'DAGM_CLASSE
            'IMAGENET_LT', 'PLACES', 'YFCC_FOLDER', 'VGG16_BN_FOLDER', 'YFCC_BREAKAGES', 'VGG16_BN_BREAKAGES', 'YFCC',
            'VGG16_BN', 'PASCAL_FOLDER', 'COCO20I_FOLDER', 'RESNET_FOLDER', 'PASCAL_CLASSES', 'FSS_LISTS', 'FSS_NAMES',
            'FSS_IGNORE', 'PASCAL_TINY_CLASSES', 'COCO20I_TINY_CLASSES', 'PASCAL_BREAKAGES', 'COCO20I_BREAKAGES',
-           'RESNET_BREAKAGES', 'PASCAL', 'COCO20I', 'RESNET', 'Dataset', 'register_dataset', 'get_dataset',
-           'find_folder', 'dataset_folders', 'folder_status', 'read_image', 'resize_image', 'load_dagm',
-           'read_voc_boxes', 'load_pcb', 'load_plain', 'read_stsb', 'read_stsb_sv', 'check_snapshot', 'parse_utkface',
-           'skipped_note', 'scan_utkface', 'scan_attributes', 'scan_morphs', 'load_embeddings',
-           'read_powertac_counterfactuals', 'write_tiny_powertac', 'read_powertac', 'read_labelled_csv', 'read_lines',
-           'read_salient_facts', 'read_minority_tasks', 'strip_html', 'split_latex', 'read_csv_records',
-           'read_cross_validated', 'cv_tiny_id', 'write_tiny_cross_validated', 'check_class_range', 'tiny_image',
-           'cub_home', 'read_cub', 'write_tiny_cub', 'read_cars', 'write_tiny_cars', 'read_table_after', 'ita_category',
-           'patch_ita', 'read_celeba', 'celeba_split_by_index', 'read_celeba_attrs', 'write_tiny_celeba',
-           'judge_celeba', 'read_lfw', 'write_tiny_lfw', 'write_tiny_imagenet', 'write_tiny_places',
-           'write_tiny_imagenet_lt', 'read_imagenet_lt', 'check_imagenet', 'check_places', 'judge_imagenet_lt',
-           'write_tiny_imagenet_lt_splits', 'read_image_tree', 'write_tiny_yfcc_celeba', 'weights_file',
-           'vgg16_bn_weights', 'check_vgg16_bn', 'fss_stem_paths', 'label_classes', 'read_fss_lists', 'read_pascal',
-           'read_coco20i', 'tiny_fss_objects', 'write_tiny_pascal', 'write_tiny_coco20i', 'resnet_weights',
-           'check_resnet', 'split_within_classes', 'subsample_classes']
+           'RESNET_BREAKAGES', 'PASCAL', 'COCO20I', 'RESNET', 'BOX', 'INRIA_FOLDER', 'INRIA_ARCHIVE', 'INRIA_SPLITS',
+           'INRIA_TINY', 'INRIA_TINY_NEG', 'INRIA_BREAKAGES', 'INRIA', 'FA_INRIA_FOLDER', 'FA_INRIA_AGES',
+           'FA_INRIA_COLUMNS', 'FA_INRIA_LAYOUT', 'FA_INRIA_BREAKAGES', 'FA_INRIA', 'WSPD_FOLDER', 'WSPD_JSON',
+           'WSPD_BREAKAGES', 'WSPD', 'VGG16_FOLDER', 'VGG16_CONVS', 'VGG16_CHANNELS', 'VGG16_CONV_SHAPES',
+           'VGG16_BREAKAGES', 'VGG16', 'Dataset', 'register_dataset', 'get_dataset', 'find_folder', 'dataset_folders',
+           'folder_status', 'read_image', 'resize_image', 'load_dagm', 'read_voc_boxes', 'load_pcb', 'load_plain',
+           'read_stsb', 'read_stsb_sv', 'check_snapshot', 'parse_utkface', 'skipped_note', 'scan_utkface',
+           'scan_attributes', 'scan_morphs', 'load_embeddings', 'read_powertac_counterfactuals', 'write_tiny_powertac',
+           'read_powertac', 'read_labelled_csv', 'read_lines', 'read_salient_facts', 'read_minority_tasks',
+           'strip_html', 'split_latex', 'read_csv_records', 'read_cross_validated', 'cv_tiny_id',
+           'write_tiny_cross_validated', 'check_class_range', 'tiny_image', 'cub_home', 'read_cub', 'write_tiny_cub',
+           'read_cars', 'write_tiny_cars', 'read_table_after', 'ita_category', 'patch_ita', 'read_celeba',
+           'celeba_split_by_index', 'read_celeba_attrs', 'write_tiny_celeba', 'judge_celeba', 'read_lfw',
+           'write_tiny_lfw', 'write_tiny_imagenet', 'write_tiny_places', 'write_tiny_imagenet_lt', 'read_imagenet_lt',
+           'check_imagenet', 'check_places', 'judge_imagenet_lt', 'write_tiny_imagenet_lt_splits', 'read_image_tree',
+           'write_tiny_yfcc_celeba', 'weights_file', 'vgg16_bn_weights', 'check_vgg16_bn', 'fss_stem_paths',
+           'label_classes', 'read_fss_lists', 'read_pascal', 'read_coco20i', 'tiny_fss_objects', 'write_tiny_pascal',
+           'write_tiny_coco20i', 'resnet_weights', 'check_resnet', 'split_within_classes', 'subsample_classes',
+           'image_size', 'clip_boxes', 'inria_home', 'read_inria_annotation', 'read_inria', 'write_tiny_inria',
+           'check_box_order', 'read_fa_inria', 'write_tiny_fa_inria', 'read_coco_json', 'read_wspd', 'write_tiny_wspd',
+           'vgg16_weights', 'check_vgg16']
 
 # %% ../nbs/24_datasets.ipynb #f9fe6ab5
 @dataclass(eq=False)
@@ -1763,3 +1769,330 @@ def subsample_classes(df: pd.DataFrame, max_classes: int | None, max_per_class: 
                 for _, idx in sorted(df.groupby("label").indices.items())]
         df = df.iloc[np.sort(np.concatenate(keep))]
     return df.reset_index(drop=True)
+
+# %% ../nbs/24_datasets.ipynb #09e86a27
+BOX = ("x1", "y1", "x2", "y2")
+
+def image_size(path) -> tuple[int, int]:
+    "(width, height) of the image at `path`, from its header; a DataError names an unreadable file."
+    from PIL import Image, UnidentifiedImageError
+    try:
+        with Image.open(path) as im: return im.size
+    except (UnidentifiedImageError, OSError) as e:
+        raise DataError(f"{path}: not a readable image ({type(e).__name__}: {e})") from None
+
+def clip_boxes(df: pd.DataFrame, what: str) -> tuple[pd.DataFrame, list]:
+    "`df` with its boxes clipped to 0-width and 0-height; notes counting the boxes clipped and those left empty (dropped)."
+    b = df[list(BOX)].to_numpy(float)
+    W, H = df.width.to_numpy(float), df.height.to_numpy(float)
+    c = np.stack([np.clip(b[:, 0], 0, W), np.clip(b[:, 1], 0, H), np.clip(b[:, 2], 0, W), np.clip(b[:, 3], 0, H)], 1)
+    has = ~np.isnan(b[:, 0])                        # NaN rows are images without a box
+    moved = has & (c != b).any(axis=1)
+    empty = has & ((c[:, 2] <= c[:, 0]) | (c[:, 3] <= c[:, 1]))
+    out = df.copy(); out[list(BOX)] = c
+    notes = [f"{int(moved.sum())} {what} reached outside their image: clipped to it"] if moved.any() else []
+    if empty.any(): notes.append(f"{int(empty.sum())} {what} wholly outside their image: dropped")
+    return out[~empty].reset_index(drop=True), notes
+
+# %% ../nbs/24_datasets.ipynb #ce16a18d
+INRIA_FOLDER, INRIA_ARCHIVE = "inria", "INRIAPerson"
+INRIA_SPLITS = dict(train="Train", test="Test")
+_INRIA_FILE = re.compile(r'^\s*Image filename\s*:\s*"([^"]+)"')
+_INRIA_SIZE = re.compile(r"^\s*Image size \(X x Y x C\)\s*:\s*(\d+)\s*x\s*(\d+)")
+_INRIA_BOX = re.compile(r'^\s*Bounding box for object \d+ "[^"]*" \(Xmin, Ymin\) - \(Xmax, Ymax\)\s*:\s*'
+                        r"\(\s*(-?\d+)\s*,\s*(-?\d+)\s*\)\s*-\s*\(\s*(-?\d+)\s*,\s*(-?\d+)\s*\)\s*$")
+
+def inria_home(folder) -> Path:
+    "The folder holding `Train/` and `Test/`: `folder/INRIAPerson` when there is one, else `folder` (absolute)."
+    folder = Path(folder).absolute()
+    return folder / INRIA_ARCHIVE if (folder / INRIA_ARCHIVE).is_dir() else folder
+
+def _text_lines(path: Path) -> list[str]:
+    data = path.read_bytes()
+    try: return data.decode("utf-8-sig").splitlines()
+    except UnicodeDecodeError: return data.decode("latin-1").splitlines()       # the 2005 files are plain ASCII, but a copy may not be
+
+def read_inria_annotation(path, home) -> tuple[Path, tuple[int, int], list]:
+    "(photo, (width, height), [(x1, y1, x2, y2)]) of one INRIA annotation file; DataErrors name the file and line."
+    path, image, size, boxes = Path(path), None, None, []
+    for n, line in enumerate(_text_lines(path), 1):
+        if m := _INRIA_FILE.match(line):
+            image = Path(home) / m[1]
+            if not image.is_file(): raise DataError(f"{path}, line {n}: the image {m[1]!r} is missing ({image})")
+        elif m := _INRIA_SIZE.match(line): size = (int(m[1]), int(m[2]))
+        elif line.lstrip().startswith("Bounding box"):
+            if (m := _INRIA_BOX.match(line)) is None:
+                raise DataError(f"{path}, line {n}: not a box line: {line.strip()!r}; expected "
+                                '\'Bounding box for object 1 "PASperson" (Xmin, Ymin) - (Xmax, Ymax) : (76, 104) - (195, 441)\'')
+            x1, y1, x2, y2 = map(int, m.groups())
+            if x2 <= x1 or y2 <= y1:
+                raise DataError(f"{path}, line {n}: box ({x1}, {y1}) - ({x2}, {y2}) has Xmax <= Xmin or Ymax <= Ymin")
+            boxes.append((x1, y1, x2, y2))
+    for what, v in (('\'Image filename : "..."\'', image), ("'Image size (X x Y x C) : W x H x C'", size),
+                    ("'Bounding box for object ...'", boxes or None)):
+        if v is None: raise DataError(f"{path}: no {what} line; a positive photo's annotation has one")
+    return image, size, boxes
+
+# %% ../nbs/24_datasets.ipynb #301af6e4
+def _image_files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES and not p.name.startswith(".") and p.is_file())
+
+def _need_dir(p: Path, what: str) -> Path:
+    if not p.is_dir(): raise DataError(f"missing folder {p} ({what})")
+    return p
+
+def read_inria(folder) -> pd.DataFrame:
+    """INRIA Person of `inria/` or `INRIAPerson/`: one row per box (image, split, x1, y1, x2, y2, width, height), then one
+    row per negative photo with a NaN box. `.attrs["notes"]`: boxes clipped to their image."""
+    home, rows = inria_home(folder), []
+    for split, sub in INRIA_SPLITS.items():
+        ann = _need_dir(home / sub / "annotations", f"INRIAPerson/{sub}/annotations: one text file per positive photo")
+        files = sorted(p for p in ann.iterdir() if p.suffix.lower() == ".txt")
+        if not files: raise DataError(f"{ann}: no annotation file (*.txt)")
+        for p in files:
+            image, size, boxes = read_inria_annotation(p, home)
+            rows += [(str(image), split, *b, *size) for b in boxes]
+        neg = _need_dir(home / sub / "neg", f"INRIAPerson/{sub}/neg: the photos without people")
+        rows += [(str(p), split, *[np.nan] * 4, *image_size(p)) for p in _image_files(neg)]
+    df = pd.DataFrame(rows, columns=["image", "split", *BOX, "width", "height"])
+    df, notes = clip_boxes(df, "INRIA boxes")
+    df.attrs["notes"] = notes
+    return df
+
+# %% ../nbs/24_datasets.ipynb #e72f4f39
+INRIA_TINY = (("Train/pos/crop_000010.png", 3), ("Train/pos/person_011.png", 1),
+              ("Test/pos/crop_001501.png", 2), ("Test/pos/person_302.png", 1))
+INRIA_TINY_NEG = ("Train/neg/00000002a.png", "Test/neg/00001147.jpg")
+
+def _inria_text(rel: str, size, boxes) -> str:
+    "One annotation file in the archive's PASCAL text format (Windows line ends)."
+    labels = " ".join(['"PASpersonWalking"'] * len(boxes))
+    head = ["# PASCAL Annotation Version 1.00", "", f'Image filename : "{rel}"', "Image size (X x Y x C) : {} x {} x 3".format(*size),
+            'Database : "The INRIA Rigid Object Database"', f"Objects with ground truth : {len(boxes)} {{ {labels} }}", ""]
+    obj = lambda k, b: [f'Original label for object {k} "PASpersonWalking" : "UprightPerson"',
+                        f'Bounding box for object {k} "PASpersonWalking" (Xmin, Ymin) - (Xmax, Ymax) : ({b[0]}, {b[1]}) - ({b[2]}, {b[3]})', ""]
+    return "\r\n".join(head + [l for k, b in enumerate(boxes, 1) for l in obj(k, b)]) + "\r\n"
+
+def write_tiny_inria(folder) -> Path:
+    "A tiny INRIA Person under `folder/INRIAPerson/`: 4 positive photos (7 boxes, one past the right edge) and 2 negatives."
+    home = Path(folder) / INRIA_ARCHIVE
+    for k, (rel, n) in enumerate(INRIA_TINY):
+        size = (48 + 8 * k, 72)
+        tiny_image(home / rel, (120, 100 + 20 * k, 90), 300 + k, size=size)
+        boxes = [(2 + 14 * j, 6, 14 + 14 * j + (20 if k == 0 and j == 2 else 0), 64) for j in range(n)]
+        ann = home / rel.split("/")[0] / "annotations" / (Path(rel).stem + ".txt")
+        ann.parent.mkdir(parents=True, exist_ok=True); ann.write_text(_inria_text(rel, size, boxes), newline="")
+    for k, rel in enumerate(INRIA_TINY_NEG): tiny_image(home / rel, (60, 140, 60 + 40 * k), 310 + k, size=(64, 48))
+    return Path(folder)
+
+# %% ../nbs/24_datasets.ipynb #b9aa112a
+def _inria_box_line(rel: str, fn):
+    "A breakage: rewrite the first box line of annotation `rel` (under INRIAPerson/) with `fn(line)`."
+    def edit(lines):
+        i = next(i for i, l in enumerate(lines) if l.startswith("Bounding box"))
+        return lines[:i] + [fn(lines[i])] + lines[i + 1:]
+    return _edit(f"{INRIA_ARCHIVE}/{rel}", edit)
+
+INRIA_BREAKAGES = (
+    ("missing annotation folder", lambda f: shutil.rmtree(Path(f) / INRIA_ARCHIVE / "Test/annotations"),
+     "Test/annotations: one text file per positive photo"),
+    ("box with x2 <= x1", _inria_box_line("Train/annotations/person_011.txt", lambda l: l.replace("- (14, 64)", "- (2, 64)")),
+     "person_011.txt, line 9: box (2, 6) - (2, 64) has Xmax <= Xmin or Ymax <= Ymin"),
+    ("annotation naming a missing image", lambda f: (Path(f) / INRIA_ARCHIVE / INRIA_TINY[2][0]).unlink(),
+     "crop_001501.txt, line 3: the image 'Test/pos/crop_001501.png' is missing"),
+)
+INRIA = register_dataset(Dataset(INRIA_FOLDER, "INRIA Person: photos with boxed pedestrians (PASCAL text annotations) and photos without",
+                                 check=read_inria, write_tiny=write_tiny_inria, breakages=INRIA_BREAKAGES, aliases=(INRIA_ARCHIVE,)))
+
+# %% ../nbs/24_datasets.ipynb #7a07b70d
+FA_INRIA_FOLDER = "fa_inria"
+FA_INRIA_AGES = ("adult", "child")
+FA_INRIA_COLUMNS = [Column("image", doc="photo, relative to `fa_inria/` (e.g. `images/crop_000010.png`) or to `fa_inria/images/`"),
+                    Column("split", choices=("train", "test", "val"), doc="train, test or val"),
+                    *[Column(c, kind="float", doc=f"box {c} in pixels, origin top-left") for c in BOX],
+                    Column("age", choices=FA_INRIA_AGES, doc="the person's age group")]
+FA_INRIA_LAYOUT = Layout("FA-INRIA boxes", "one row per box, with the person's age group", FA_INRIA_COLUMNS,
+                         index="boxes.csv", folder=FA_INRIA_FOLDER, key="image")
+
+def check_box_order(path, df: pd.DataFrame, lines) -> pd.DataFrame:
+    "A DataError naming the file, row and column of the first box with x2 <= x1 or y2 <= y1."
+    for a, b in (("x1", "x2"), ("y1", "y2")):
+        bad = np.flatnonzero(df[b].to_numpy(float) <= df[a].to_numpy(float))
+        if len(bad):
+            i = bad[0]
+            raise DataError(f"{path}, row {lines[i]}, column {b!r}: {b} {df[b].iloc[i]:g} <= {a} {df[a].iloc[i]:g}; a box needs {b} > {a}")
+    return df
+
+def _fa_image(folder: Path, rel: str, where: str) -> Path:
+    for p in (folder / rel, folder / "images" / rel):
+        if p.is_file(): return p
+    raise DataError(f"{where}, column 'image': missing file {folder / rel} (nor {folder / 'images' / rel})")
+
+# %% ../nbs/24_datasets.ipynb #e34d85e0
+def read_fa_inria(folder) -> pd.DataFrame:
+    """FA-INRIA's boxes (image, split, x1, y1, x2, y2, age, width, height) of `fa_inria/`; `.attrs`: `lines` (the row of
+    boxes.csv of each box) and `notes` (boxes clipped to their image)."""
+    folder = Path(folder).absolute(); path = folder / FA_INRIA_LAYOUT.index
+    try: t = read_index(path, FA_INRIA_LAYOUT)
+    except DataError as e:
+        if "missing column" not in str(e): raise
+        raise DataError(f"{e}; the columns are {', '.join(c.name for c in FA_INRIA_COLUMNS)}") from None
+    lines = t.attrs["lines"]
+    check_box_order(path, t, lines)
+    paths = [_fa_image(folder, rel, f"{path}, row {line} (image {rel!r})") for rel, line in zip(t.image, lines)]
+    sizes = {p: image_size(p) for p in dict.fromkeys(paths)}        # each photo's header read once
+    df = t.assign(image=[str(p) for p in paths], width=[sizes[p][0] for p in paths], height=[sizes[p][1] for p in paths])
+    df, notes = clip_boxes(df.assign(line=lines), "FA-INRIA boxes")
+    df.attrs.update(lines=df.pop("line").tolist(), notes=notes)
+    return df
+
+# %% ../nbs/24_datasets.ipynb #a8ce271b
+def write_tiny_fa_inria(folder) -> Path:
+    "A tiny FA-INRIA at `folder`: 8 photos under images/ and boxes.csv with 25 boxes (5 children, 1 past the bottom edge)."
+    folder, rows = Path(folder), []
+    for k in range(8):
+        rel = f"images/crop_{k:06d}.png"
+        tiny_image(folder / rel, (100, 80 + 15 * k, 120), 400 + k, size=(64, 72))
+        split = "train" if k < 5 else "test" if k < 7 else "val"
+        for j in range(4 if k == 7 else 3):
+            n = len(rows)
+            y2 = 80 if n == 24 else 60 + j
+            rows.append(f"{rel},{split},{4 + 18 * j},{5 + j},{18 + 18 * j},{y2},{'child' if n % 5 == 4 else 'adult'}")
+    (folder / "boxes.csv").write_text("\n".join(["image,split,x1,y1,x2,y2,age", *rows]) + "\n")
+    return folder
+
+def _swap_x(line: str) -> str:
+    "A boxes.csv line with x1 and x2 swapped."
+    f = line.split(","); f[2], f[4] = f[4], f[2]
+    return ",".join(f)
+
+FA_INRIA_BREAKAGES = (
+    ("bad age", _edit("boxes.csv", lambda l: l[:3] + [l[3].replace(",adult", ",elderly")] + l[4:]),
+     "boxes.csv, row 4 (image 'images/crop_000000.png'), column 'age': 'elderly' is not one of the valid values (adult, child)"),
+    ("box with x2 <= x1", _edit("boxes.csv", lambda l: l[:4] + [_swap_x(l[4])] + l[5:]),
+     "boxes.csv, row 5, column 'x2': x2 4 <= x1 18; a box needs x2 > x1"),
+    ("missing image", lambda f: (Path(f) / "images/crop_000006.png").unlink(),
+     "boxes.csv, row 20 (image 'images/crop_000006.png'), column 'image': missing file"),
+)
+FA_INRIA = register_dataset(Dataset(FA_INRIA_FOLDER, "FA-INRIA: INRIA Person's boxes labelled adult or child", (FA_INRIA_LAYOUT,),
+                                    check=read_fa_inria, write_tiny=write_tiny_fa_inria, breakages=FA_INRIA_BREAKAGES))
+
+# %% ../nbs/24_datasets.ipynb #99c960f8
+WSPD_FOLDER, WSPD_JSON = "wspd", "annotations.json"
+
+def _key(entry, key: str, where: str):
+    if not isinstance(entry, dict) or key not in entry: raise DataError(f"{where}: no key {key!r}")
+    return entry[key]
+
+def read_coco_json(path) -> dict:
+    "The lists `images`, `annotations` and `categories` of the COCO file `path`; a DataError names the file and what is wrong."
+    path = Path(path)
+    if not path.is_file(): raise DataError(f"missing file {path} (COCO format: images, annotations, categories)")
+    try: coco = json.loads(path.read_text(encoding="utf-8-sig"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e: raise DataError(f"{path}: not JSON ({e})") from None
+    for k in ("images", "annotations", "categories"):
+        if not isinstance(_key(coco, k, str(path)), list): raise DataError(f"{path}: {k!r} is a {type(coco[k]).__name__}, not a list")
+    return coco
+
+def _wspd_images(folder: Path, path: Path, images: list) -> dict:
+    "image id -> (absolute path, width, height); a DataError names a photo that is missing."
+    out = {}
+    for k, im in enumerate(images):
+        where = f"{path}, images[{k}]"
+        name = _key(im, "file_name", where)
+        p = next((q for q in (folder / "images" / name, folder / name) if q.is_file()), None)
+        if p is None: raise DataError(f"{where} (id {im.get('id')!r}): missing image file {name!r} (looked in {folder / 'images'} and {folder})")
+        out[_key(im, "id", where)] = (str(p), int(_key(im, "width", where)), int(_key(im, "height", where)))
+    return out
+
+# %% ../nbs/24_datasets.ipynb #6d5d9f6f
+def read_wspd(folder) -> pd.DataFrame:
+    """WSPD's person boxes (image, x1, y1, x2, y2, width, height) of `wspd/`, then one row with a NaN box per photo
+    without a person (an unlabelled candidate). `.attrs["notes"]`: photos without a person, boxes clipped."""
+    folder = Path(folder).absolute(); path = folder / WSPD_JSON
+    coco = read_coco_json(path)
+    cats = [(c, f"{path}, categories[{k}]") for k, c in enumerate(coco["categories"])]
+    names = {_key(c, "id", where): _key(c, "name", where) for c, where in cats}
+    person = {i for i, n in names.items() if n == "person"}
+    if not person: raise DataError(f"{path}: no 'person' category; categories found: {', '.join(map(str, names.values())) or 'none'}")
+    images, rows = _wspd_images(folder, path, coco["images"]), []
+    for k, a in enumerate(coco["annotations"]):
+        where = f"{path}, annotations[{k}]"
+        i = _key(a, "image_id", where)
+        if i not in images: raise DataError(f"{where}: image_id {i!r} is not the id of any image")
+        if _key(a, "category_id", where) not in person: continue
+        box = _key(a, "bbox", where)
+        if not (isinstance(box, list) and len(box) == 4 and all(isinstance(v, (int, float)) for v in box)):
+            raise DataError(f"{where}: bbox {box!r} is not four numbers x, y, width, height")
+        x, y, w, h = box
+        if w <= 0 or h <= 0: raise DataError(f"{where}: bbox {[x, y, w, h]} has width or height <= 0 (COCO's bbox is x, y, width, height)")
+        rows.append((i, x, y, x + w, y + h))
+    boxed = {r[0] for r in rows}
+    rows += [(i, *[np.nan] * 4) for i in images if i not in boxed]
+    df = pd.DataFrame([(*images[i][:1], *b, *images[i][1:]) for i, *b in rows], columns=["image", *BOX, "width", "height"])
+    df, notes = clip_boxes(df, "person boxes")
+    n = len(images) - len(boxed)
+    df.attrs["notes"] = ([f"{n} images without a person: kept with a NaN box (unlabelled candidates)"] if n else []) + notes
+    return df
+
+# %% ../nbs/24_datasets.ipynb #3fad91f9
+def write_tiny_wspd(folder) -> Path:
+    "A tiny WSPD at `folder`: annotations.json (COCO) with 4 photos under images/, 4 person boxes and 2 cars."
+    folder = Path(folder)
+    images = [dict(id=10 + k, file_name=f"web_{k:04d}.jpg", width=56 + 4 * k, height=64) for k in range(4)]
+    for k, im in enumerate(images): tiny_image(folder / "images" / im["file_name"], (140, 120, 80 + 30 * k), 500 + k, size=(im["width"], 64))
+    boxes = [(10, 1, [4, 6, 20, 50]), (10, 1, [30, 8, 18, 40]), (11, 1, [12, -4, 20, 30]), (12, 1, [5, 5, 30, 58]),
+             (12, 3, [36, 40, 20, 12]), (13, 3, [2, 30, 40, 20])]
+    ann = [dict(id=k + 1, image_id=i, category_id=c, bbox=b, area=b[2] * b[3], iscrowd=0) for k, (i, c, b) in enumerate(boxes)]
+    cats = [dict(id=1, name="person", supercategory="person"), dict(id=3, name="car", supercategory="vehicle")]
+    (folder / WSPD_JSON).write_text(json.dumps(dict(images=images, annotations=ann, categories=cats), indent=1))
+    return folder
+
+def _edit_json(rel, fn):
+    "A breakage: rewrite the JSON file `rel` of the folder with `fn(its object)` (which edits it in place)."
+    def mutate(folder):
+        p = Path(folder) / rel; obj = json.loads(p.read_text()); fn(obj); p.write_text(json.dumps(obj))
+    return mutate
+
+WSPD_BREAKAGES = (
+    ("no person category", _edit_json(WSPD_JSON, lambda o: o["categories"][0].update(name="pedestrian")),
+     "annotations.json: no 'person' category; categories found: pedestrian, car"),
+    ("unknown image_id", _edit_json(WSPD_JSON, lambda o: o["annotations"][3].update(image_id=99)),
+     "annotations.json, annotations[3]: image_id 99 is not the id of any image"),
+    ("missing image", lambda f: (Path(f) / "images/web_0002.jpg").unlink(),
+     "annotations.json, images[2] (id 12): missing image file 'web_0002.jpg'"),
+)
+WSPD = register_dataset(Dataset(WSPD_FOLDER, "WSPD: web photos for self-training, COCO boxes (persons read)",
+                                check=read_wspd, write_tiny=write_tiny_wspd, breakages=WSPD_BREAKAGES))
+
+# %% ../nbs/24_datasets.ipynb #721a1193
+VGG16_FOLDER = "vgg16_imagenet"
+VGG16_CONVS = (0, 2, 5, 7, 10, 12, 14, 17, 19, 21, 24, 26, 28)
+VGG16_CHANNELS = (64, 64, 128, 128, 256, 256, 256, 512, 512, 512, 512, 512, 512)
+VGG16_CONV_SHAPES = {f"features.{i}.weight": (c, cin, 3, 3) for i, c, cin in zip(VGG16_CONVS, VGG16_CHANNELS, (3, *VGG16_CHANNELS[:-1]))}
+
+def vgg16_weights(folder) -> Path:
+    "The one weights file of `folder`: torchvision's ImageNet vgg16 (no batch-norm)."
+    return weights_file(folder, "torchvision's ImageNet vgg16 weights (vgg16-397923af.pth)")
+
+def check_vgg16(folder) -> Path:
+    "vgg16_weights(folder) if its 13 convolutions have VGG16's names and shapes; else a DataError naming the first that differs."
+    import torch                                          # only when the folder is judged
+    p = vgg16_weights(folder)
+    try: state = torch.load(p, map_location="cpu", weights_only=True)
+    except Exception as e:
+        raise DataError(f"{p}: cannot read a state dict with weights_only=True ({type(e).__name__}: {str(e).splitlines()[0]})") from None
+    if not isinstance(state, dict): raise DataError(f"{p}: holds a {type(state).__name__}, not a VGG16 state dict")
+    if "features.1.running_mean" in state:                # the batch-norm model numbers its layers differently
+        raise DataError(f"{p}: a batch-norm VGG16 (vgg16_bn); this folder takes the plain vgg16 (vgg16-397923af.pth)")
+    for key, shape in VGG16_CONV_SHAPES.items():
+        if key not in state:
+            raise DataError(f"{p}: no {key!r}; not torchvision's VGG16 (its convolutions are features.{', '.join(map(str, VGG16_CONVS))})")
+        got = tuple(state[key].shape) if torch.is_tensor(state[key]) else type(state[key]).__name__
+        if got != shape: raise DataError(f"{p}: {key} has shape {got}; VGG16's is {shape}")
+    return p
+
+VGG16_BREAKAGES = (("not a state dict", _write("vgg16.pth", b"hello"), "vgg16.pth: cannot read a state dict"),)
+# no write_tiny: the weights are 528 MB; the breakage is tested on a folder holding only the broken file
+VGG16 = register_dataset(Dataset(VGG16_FOLDER, "torchvision's ImageNet VGG16 weights (one .pth file, no batch-norm), SSD's optional start",
+                                 check=check_vgg16, breakages=VGG16_BREAKAGES))

@@ -290,3 +290,99 @@ def test_cross_validated_tiny_copy_reads_and_each_breakage_is_named(tmp_path):
         mutate(path)
         with pytest.raises(DataError) as e: ds.judge(path)
         assert expected in str(e.value), (name, str(e.value))
+
+
+def _each_breakage_is_named(ds, tmp_path):
+    for name, mutate, expected in ds.breakages:
+        path = ds.write_tiny(tmp_path / name.replace(" ", "_") / ds.folder)
+        ds.judge(path)
+        mutate(path)
+        with pytest.raises(DataError) as e: ds.judge(path)
+        assert expected in str(e.value), (name, str(e.value))
+
+
+def test_inria_tiny_copy_reads_and_each_breakage_is_named(tmp_path):
+    "Boxes and negatives (NaN boxes) of both splits, from inria/INRIAPerson/, the archive's INRIAPerson/ or inria/ holding Train/ and Test/."
+    import shutil
+    from paperlib.datasets import read_inria, find_folder, INRIA_TINY, INRIA_TINY_NEG
+    ds = REGISTRY["inria"]
+    assert ds.names == ("inria", "INRIAPerson")
+    df = read_inria(ds.write_tiny(tmp_path / "ok" / "inria"))
+    assert list(df.columns) == ["image", "split", "x1", "y1", "x2", "y2", "width", "height"]
+    boxes, neg = df[df.x1.notna()], df[df.x1.isna()]
+    assert len(boxes) == sum(n for _, n in INRIA_TINY) == 7 and len(neg) == 2 and df.image.nunique() == 6
+    assert [Path(p).name for p in neg.image] == [Path(r).name for r in INRIA_TINY_NEG] and neg.split.tolist() == ["train", "test"]
+    assert (boxes.x2 > boxes.x1).all() and (boxes.y2 > boxes.y1).all() and (boxes.x2 <= boxes.width).all()
+    assert df.attrs["notes"] == ["1 INRIA boxes reached outside their image: clipped to it"]
+    assert all(Path(p).is_absolute() and Path(p).is_file() for p in df.image)
+    shutil.copytree(tmp_path / "ok" / "inria" / "INRIAPerson", tmp_path / "root" / "INRIAPerson")
+    assert find_folder(tmp_path / "root", "inria") == tmp_path / "root" / "INRIAPerson"
+    assert len(read_inria(tmp_path / "root" / "INRIAPerson")) == 9
+    (tmp_path / "root" / "INRIAPerson").rename(tmp_path / "root" / "inria")               # inria/ holding Train/ and Test/
+    assert len(read_inria(tmp_path / "root" / "inria")) == 9
+    assert [b[0] for b in ds.breakages] == ["missing annotation folder", "box with x2 <= x1", "annotation naming a missing image"]
+    _each_breakage_is_named(ds, tmp_path)
+
+
+def test_inria_malformed_box_line_names_file_line_and_text(tmp_path):
+    from paperlib.datasets import read_inria
+    ds = REGISTRY["inria"]
+    ann = ds.write_tiny(tmp_path / "inria") / "INRIAPerson" / "Test" / "annotations" / "person_302.txt"
+    ann.write_text(ann.read_text().replace("(Xmax, Ymax) : (2, 6)", "(Xmax, Ymax) : (2; 6)"))
+    with pytest.raises(DataError, match=r"person_302.txt, line 9: not a box line: 'Bounding box for object 1 .*\(2; 6\)"):
+        read_inria(tmp_path / "inria")
+
+
+def test_fa_inria_tiny_copy_reads_and_each_breakage_is_named(tmp_path):
+    from paperlib.datasets import read_fa_inria
+    ds = REGISTRY["fa_inria"]
+    df = read_fa_inria(ds.write_tiny(tmp_path / "ok" / "fa_inria"))
+    assert list(df.columns) == ["image", "split", "x1", "y1", "x2", "y2", "age", "width", "height"]
+    assert len(df) == 25 and df.image.nunique() == 8 and (df.age == "child").sum() == 5
+    assert set(df.split) == {"train", "test", "val"} and df.attrs["lines"] == list(range(2, 27))
+    assert df.attrs["notes"] == ["1 FA-INRIA boxes reached outside their image: clipped to it"] and df.y2.max() == df.height.max()
+    (tmp_path / "ok" / "fa_inria" / "boxes.csv").write_text("image,split,x1,y1,x2,y2\nimages/crop_000000.png,train,1,2,3,4\n")
+    with pytest.raises(DataError, match=r"missing column\(s\) \['age'\].*the columns are image, split, x1, y1, x2, y2, age"):
+        read_fa_inria(tmp_path / "ok" / "fa_inria")
+    assert [b[0] for b in ds.breakages] == ["bad age", "box with x2 <= x1", "missing image"]
+    _each_breakage_is_named(ds, tmp_path)
+
+
+def test_wspd_tiny_copy_reads_and_each_breakage_is_named(tmp_path):
+    "Person boxes only (the car boxes ignored), the car-only photo kept with a NaN box; photos in images/ or beside the json."
+    from paperlib.datasets import read_wspd
+    ds = REGISTRY["wspd"]
+    folder = ds.write_tiny(tmp_path / "ok" / "wspd")
+    df = read_wspd(folder)
+    assert list(df.columns) == ["image", "x1", "y1", "x2", "y2", "width", "height"]
+    assert len(df) == 5 and df.x1.isna().sum() == 1 and Path(df.image.iloc[-1]).name == "web_0003.jpg"
+    assert df.iloc[0][["x1", "y1", "x2", "y2"]].tolist() == [4, 6, 24, 56]                   # x, y, w, h -> x1, y1, x2, y2
+    assert df.attrs["notes"][0] == "1 images without a person: kept with a NaN box (unlabelled candidates)"
+    for p in (folder / "images").iterdir(): p.rename(folder / p.name)
+    assert read_wspd(folder)[["x1", "y2"]].equals(df[["x1", "y2"]])
+    assert [b[0] for b in ds.breakages] == ["no person category", "unknown image_id", "missing image"]
+    _each_breakage_is_named(ds, tmp_path)
+
+
+def test_vgg16_folder_checks_the_conv_names_and_shapes(tmp_path):
+    "No tiny copy (528 MB): a state dict of VGG16's conv shapes (views of one number, so the file is small) passes; a wrong shape fails."
+    import torch
+    from paperlib.datasets import VGG16_CONV_SHAPES, vgg16_weights
+    ds = REGISTRY["vgg16_imagenet"]
+    assert ds.write_tiny is None and len(ds.breakages) == 1
+    assert [s[0] for s in VGG16_CONV_SHAPES.values()] == [64, 64, 128, 128, 256, 256, 256, 512, 512, 512, 512, 512, 512]
+    assert all(s[2:] == (3, 3) for s in VGG16_CONV_SHAPES.values())
+    with pytest.raises(DataError, match="no weights file"): ds.judge(tmp_path)
+    state = {k: torch.zeros(()).expand(s) for k, s in VGG16_CONV_SHAPES.items()}
+    torch.save(state, tmp_path / "vgg16-397923af.pth")
+    assert (tmp_path / "vgg16-397923af.pth").stat().st_size < 100_000
+    ds.judge(tmp_path); assert vgg16_weights(tmp_path) == tmp_path / "vgg16-397923af.pth"
+    state["features.28.weight"] = torch.zeros(()).expand(512, 512, 1, 1)
+    torch.save(state, tmp_path / "vgg16-397923af.pth")
+    with pytest.raises(DataError, match=r"vgg16-397923af.pth: features.28.weight has shape \(512, 512, 1, 1\); VGG16's is \(512, 512, 3, 3\)"):
+        ds.judge(tmp_path)
+    for name, mutate, expected in ds.breakages:
+        folder = tmp_path / name.replace(" ", "_"); folder.mkdir()
+        mutate(folder)
+        with pytest.raises(DataError) as e: ds.judge(folder)
+        assert expected in str(e.value), (name, str(e.value))
