@@ -881,7 +881,7 @@ def read_cross_validated(folder) -> pd.DataFrame:
 CV_TINY_TAGS = (("regression", 19), ("r", 13), ("hypothesis-testing", 10), ("p-value", 8), ("bayesian", 4), ("time-series", 3),
                 ("machine-learning", 2), ("anova", 1), ("logistic", 1), ("mixed-model", 1), ("survival", 1), ("bootstrap", 1))
 CV_TINY_BODIES = (
-    '<p>I fit <code>lm(y ~ x)</code> &amp; got a warning.</p><p>See <a href="https://example.org/q?id={k}&amp;s=1">this post</a>.</p>',
+    '<p>I fit <code>lm(y ~ x)</code> &amp; got a warning.</p><p>See <a href="/questions/{k}?s=1&amp;t=2">this post</a>.</p>',
     r"<p>Is $\sigma^2$ known when n &lt; 30?</p>",
     "<p>Is the mean $$\\frac{1}{n}\\sum x_i$$ unbiased?</p><pre><code>mean(x)\nsd(x)\n</code></pre>",
     r"<p>Why is $\hat\beta_1$ biased?</p><p>It&#39;s odd &mdash; isn&#39;t it?</p>")
