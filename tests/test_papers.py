@@ -29,6 +29,14 @@ def test_parameters_cell_is_the_contract(slug):
         f"{slug}: the parameters cell must be exactly paperlib.core.RunParams().cell()"
 
 @pytest.mark.parametrize("slug", PAPERS)
+def test_paper_run_never_rewrites_the_package(slug):
+    """A paper notebook never calls nbdev_export: papermill runs it, and an export in place rewrites every module of the
+    installed package while other processes (a Dask worker checking its code digest, a second notebook) read it."""
+    cells = nbformat.read(REPO / "nbs" / "papers" / f"{slug}.ipynb", 4).cells
+    assert not [c.source for c in cells if c.cell_type == "code" and "nbdev_export" in c.source], \
+        f"{slug}: drop the nbdev_export() cell; `nbdev-export` is the developer's step, not the run's"
+
+@pytest.mark.parametrize("slug", PAPERS)
 def test_frontmatter_lists_the_dataset_folders(slug):
     """The runner fingerprints the folders the frontmatter lists: they are the folders the paper's module declares
     (`DATASETS`), each a registered dataset."""
