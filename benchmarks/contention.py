@@ -44,13 +44,18 @@ def main():
     ap.add_argument("--no-batch", action="store_true", help="skip the whole-collection JOBS=1 / JOBS=2 comparison")
     args = ap.parse_args()
     papers = args.papers or list(paper_notebooks(REPO))
+    out = REPO / "benchmarks" / "contention.json"
     res = dict(machine=dict(cpus=os.cpu_count(), platform=platform.platform(), when=time.strftime("%Y-%m-%d %H:%M")),
                load=args.load, profile=args.profile, papers={})
+    if args.papers and out.exists():      # some papers measured anew: the others' earlier rows are kept, each with its date
+        old = json.loads(out.read_text())
+        if (old.get("load"), old.get("profile")) == (args.load, args.profile):
+            res = {**old, "papers": {k: {"when": old["machine"]["when"], **v} for k, v in old["papers"].items()}}
     with tempfile.TemporaryDirectory() as d:
         for s in papers:
             idle, r_idle = timed([s], args.profile, 1, Path(d) / f"{s}-idle")
             with busy(args.load): loaded, r_loaded = timed([s], args.profile, 1, Path(d) / f"{s}-loaded")
-            res["papers"][s] = dict(idle_s=idle, loaded_s=loaded, slowdown=round(loaded / idle, 2),
+            res["papers"][s] = dict(when=time.strftime("%Y-%m-%d %H:%M"), idle_s=idle, loaded_s=loaded, slowdown=round(loaded / idle, 2),
                                     status=[r_idle[s]["status"], r_loaded[s]["status"]],
                                     same_verdicts=r_idle[s]["verdicts"] == r_loaded[s]["verdicts"])
             print(s, res["papers"][s], flush=True)
@@ -59,7 +64,8 @@ def main():
                 wall, runs = timed(papers, args.profile, jobs, Path(d) / f"batch-{jobs}")
                 res[f"collection_jobs{jobs}_s"] = wall
                 print(f"collection, jobs={jobs}: {wall} s", {s: r["status"] for s, r in runs.items()}, flush=True)
-    (REPO / "benchmarks" / "contention.json").write_text(json.dumps(res, indent=1) + "\n")
+    out.write_text(json.dumps(res, indent=1) + "\n")
+    papers = list(res["papers"])
     import matplotlib; matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(1.4 * len(papers) + 2, 3.6))
