@@ -10,11 +10,14 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 import torch.nn.functional as F
+from torch import nn
+
+from .train import Fit, fit
 
 # %% auto #0
 __all__ = ['box_area', 'box_iou', 'cxcywh_to_xyxy', 'xyxy_to_cxcywh', 'default_boxes', 'encode', 'decode', 'match',
            'hard_negative_mask', 'multibox_loss', 'nms', 'greedy_match', 'miss_rate_curve', 'mr_at_fppi',
-           'log_average_mr', 'group_miss_rate']
+           'log_average_mr', 'group_miss_rate', 'conv_bn', 'TinySSD', 'multiply_adds']
 
 # %% ../nbs/26_detect.ipynb #613b2c47
 def _as_boxes(b, name: str = "boxes") -> torch.Tensor:
@@ -239,3 +242,64 @@ def group_miss_rate(per_image_results: Sequence[dict], groups: Sequence, score_t
             d["n"] += 1; d["missed"] += int(not h)
     for d in out.values(): d["mr"] = d["missed"] / d["n"]
     return out
+
+# %% ../nbs/26_detect.ipynb #cae7b7e5
+def conv_bn(c_in: int, c_out: int, stride: int = 1) -> nn.Sequential:
+    "VGG's 3x3 conv and ReLU, with batch norm between them."
+    return nn.Sequential(nn.Conv2d(c_in, c_out, 3, stride, 1, bias=False), nn.BatchNorm2d(c_out), nn.ReLU(inplace=True))
+
+class TinySSD(nn.Module):
+    "A small SSD: VGG-style backbone with a stride-2 stem, box heads on maps at strides 4, 8, 16 and a last, coarser map."
+    strides = (4, 8, 16)
+    def __init__(self, size: int = 96, n_classes: int = 2, width: float = 1.0,
+                 scales: Sequence[float] = (0.08, 0.18, 0.36, 0.6, 0.9),
+                 aspect_ratios: Sequence[Sequence[float]] = ((2, 3),) * 4):
+        super().__init__()
+        if len(aspect_ratios) != 4: raise ValueError(f"aspect_ratios needs one list per feature map (4), got {len(aspect_ratios)}")
+        c = [max(4, round(k * width)) for k in (16, 32, 64, 128)]
+        self.n_classes, self.scales, self.aspect_ratios = n_classes, tuple(scales), tuple(map(tuple, aspect_ratios))
+        self.stages = nn.ModuleList([
+            nn.Sequential(conv_bn(3, c[0], 2), conv_bn(c[0], c[1], 2), conv_bn(c[1], c[1])),   # stride 4
+            nn.Sequential(conv_bn(c[1], c[2], 2), conv_bn(c[2], c[2])),                      # stride 8
+            nn.Sequential(conv_bn(c[2], c[3], 2), conv_bn(c[3], c[3])),                      # stride 16
+            conv_bn(c[3], c[3], 2)])                                                          # ceil(size / 32) cells
+        self.channels = (c[1], c[2], c[3], c[3])
+        self.n_boxes = [2 + 2 * len(r) for r in self.aspect_ratios]
+        self.heads = nn.ModuleList(nn.Conv2d(ch, a * (4 + n_classes), 3, padding=1) for ch, a in zip(self.channels, self.n_boxes))
+        self.set_size(size)
+
+    def set_size(self, size: int) -> TinySSD:
+        "Use the model at `size` px inputs: new priors, the same weights."
+        if not isinstance(size, int) or size <= 0 or size % self.strides[-1]:
+            raise ValueError(f"input size {size!r} must be a positive multiple of {self.strides[-1]}: TinySSD's feature "
+                             f"maps have strides {self.strides} (and a last map at half the stride-16 map)")
+        self.size = size
+        f = [size // s for s in self.strides]
+        self.feature_sizes = f + [math.ceil(f[-1] / 2)]
+        priors = default_boxes(self.feature_sizes, size, self.scales, self.aspect_ratios)
+        self.register_buffer("priors", priors.to(self.heads[0].weight.device), persistent=False)
+        return self
+
+    def features(self, x: torch.Tensor) -> list:
+        "The four maps the heads read, finest first."
+        maps = []
+        for stage in self.stages: x = stage(x); maps.append(x)
+        return maps
+
+    def forward(self, x: torch.Tensor):
+        "(offsets (B, P, 4), logits (B, P, n_classes)) of normalised images (B, 3, size, size), in the priors' order."
+        if x.shape[-2:] != (self.size, self.size):
+            raise ValueError(f"TinySSD is set to {self.size} px inputs, got {tuple(x.shape[-2:])}: call set_size")
+        loc, conf = [], []
+        for m, head in zip(self.features(x), self.heads):
+            o = head(m).permute(0, 2, 3, 1).reshape(len(x), -1, 4 + self.n_classes)  # cell (row, column), then box
+            loc.append(o[..., :4]); conf.append(o[..., 4:])
+        return torch.cat(loc, 1), torch.cat(conf, 1)
+
+def multiply_adds(model: TinySSD) -> int:
+    "Multiply-adds of the forward pass of one image at the model's size (convolutions and matrix products)."
+    from torch.utils.flop_counter import FlopCounterMode
+    x, was = torch.zeros(1, 3, model.size, model.size, device=model.priors.device), model.training
+    with FlopCounterMode(display=False) as fc, torch.no_grad(): model.eval()(x)
+    model.train(was)
+    return fc.get_total_flops() // 2  # the counter counts a multiply-add as two operations
