@@ -15,9 +15,10 @@ from torch import nn
 from .train import Fit, fit
 
 # %% auto #0
-__all__ = ['box_area', 'box_iou', 'cxcywh_to_xyxy', 'xyxy_to_cxcywh', 'default_boxes', 'encode', 'decode', 'match',
-           'hard_negative_mask', 'multibox_loss', 'nms', 'greedy_match', 'miss_rate_curve', 'mr_at_fppi',
-           'log_average_mr', 'group_miss_rate', 'conv_bn', 'TinySSD', 'multiply_adds']
+__all__ = ['IMAGENET_MEAN', 'IMAGENET_STD', 'box_area', 'box_iou', 'cxcywh_to_xyxy', 'xyxy_to_cxcywh', 'default_boxes', 'encode',
+           'decode', 'match', 'hard_negative_mask', 'multibox_loss', 'nms', 'greedy_match', 'miss_rate_curve',
+           'mr_at_fppi', 'log_average_mr', 'group_miss_rate', 'conv_bn', 'TinySSD', 'multiply_adds', 'prepare_images',
+           'ssd_targets', 'ssd_step_loss', 'ssd_batches']
 
 # %% ../nbs/26_detect.ipynb #613b2c47
 def _as_boxes(b, name: str = "boxes") -> torch.Tensor:
@@ -303,3 +304,54 @@ def multiply_adds(model: TinySSD) -> int:
     with FlopCounterMode(display=False) as fc, torch.no_grad(): model.eval()(x)
     model.train(was)
     return fc.get_total_flops() // 2  # the counter counts a multiply-add as two operations
+
+# %% ../nbs/26_detect.ipynb #2c3c4a09
+IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+
+def _as_images(images) -> torch.Tensor:
+    "uint8 (N, H, W, 3) images as a tensor (no copy from numpy), or an error naming what is wrong."
+    x = torch.as_tensor(images)
+    if x.ndim != 4 or x.shape[-1] != 3: raise ValueError(f"images must be (N, H, W, 3), got {tuple(x.shape)}")
+    if x.dtype != torch.uint8: raise ValueError(f"images must be uint8 (0-255), got {x.dtype}")
+    return x
+
+def prepare_images(images, size: int, device="cpu") -> torch.Tensor:
+    "uint8 (N, H, W, 3) images as the model's input: (N, 3, size, size), resized and ImageNet-normalised."
+    x = _as_images(images).to(device).permute(0, 3, 1, 2).float().div_(255)
+    if x.shape[-2:] != (size, size):
+        x = F.interpolate(x, size=(size, size), mode="bilinear", align_corners=False, antialias=True)
+    mean, std = (torch.tensor(v, device=x.device)[:, None, None] for v in (IMAGENET_MEAN, IMAGENET_STD))
+    return (x - mean) / std
+
+# %% ../nbs/26_detect.ipynb #0a4e2907
+def ssd_targets(model: TinySSD, boxes_list: Sequence, threshold: float = 0.5):
+    "`match` targets of a batch, boxes per image as x1y1x2y2 fractions of the image: (loc_t (B, P, 4), conf_t (B, P))."
+    pri = model.priors
+    t = [match(torch.as_tensor(np.asarray(b, np.float32).reshape(-1, 4), device=pri.device),
+               torch.ones(len(b), dtype=torch.long), pri, threshold) for b in boxes_list]
+    return torch.stack([l for l, _ in t]), torch.stack([c for _, c in t])
+
+def _fractions(boxes, w: int, h: int, flip: bool) -> np.ndarray:
+    "Pixel boxes of a w x h image as fractions of it, mirrored left-right when `flip`."
+    b = np.asarray(boxes, np.float32).reshape(-1, 4) / np.array([w, h, w, h], np.float32)
+    return np.stack([1 - b[:, 2], b[:, 1], 1 - b[:, 0], b[:, 3]], 1) if flip else b
+
+def ssd_step_loss(model: TinySSD, batch) -> torch.Tensor:
+    "`fit`'s step: batch = (uint8 images (B, H, W, 3), pixel boxes per image, flip flags (B,) or None) -> multibox loss."
+    images, boxes, flips = batch
+    h, w = images.shape[1:3]
+    flips = torch.zeros(len(images), dtype=torch.bool) if flips is None else torch.as_tensor(flips, dtype=torch.bool)
+    x = prepare_images(images, model.size, model.priors.device)
+    x = torch.where(flips.to(x.device)[:, None, None, None], x.flip(-1), x)
+    loc_t, conf_t = ssd_targets(model, [_fractions(b, w, h, f) for b, f in zip(boxes, flips.tolist())])
+    return multibox_loss(*model(x), loc_t, conf_t)[0]
+
+def ssd_batches(images, boxes: Sequence, batch: int, seed: int, flip: bool = True):
+    "Endless batches for `ssd_step_loss`, images and flips drawn with one seeded generator."
+    images = _as_images(images)
+    if len(boxes) != len(images): raise ValueError(f"boxes needs one entry per image ({len(images)}), got {len(boxes)}")
+    g = torch.Generator().manual_seed(seed)
+    while True:
+        i = torch.randint(len(images), (batch,), generator=g)
+        f = torch.rand(batch, generator=g) < 0.5 if flip else None
+        yield images[i], [boxes[j] for j in i.tolist()], f
