@@ -18,7 +18,7 @@ from .train import Fit, fit
 __all__ = ['IMAGENET_MEAN', 'IMAGENET_STD', 'box_area', 'box_iou', 'cxcywh_to_xyxy', 'xyxy_to_cxcywh', 'default_boxes', 'encode',
            'decode', 'match', 'hard_negative_mask', 'multibox_loss', 'nms', 'greedy_match', 'miss_rate_curve',
            'mr_at_fppi', 'log_average_mr', 'group_miss_rate', 'conv_bn', 'TinySSD', 'multiply_adds', 'prepare_images',
-           'ssd_targets', 'ssd_step_loss', 'ssd_batches']
+           'ssd_targets', 'ssd_step_loss', 'ssd_batches', 'nms_fast', 'detect']
 
 # %% ../nbs/26_detect.ipynb #613b2c47
 def _as_boxes(b, name: str = "boxes") -> torch.Tensor:
@@ -355,3 +355,39 @@ def ssd_batches(images, boxes: Sequence, batch: int, seed: int, flip: bool = Tru
         i = torch.randint(len(images), (batch,), generator=g)
         f = torch.rand(batch, generator=g) < 0.5 if flip else None
         yield images[i], [boxes[j] for j in i.tolist()], f
+
+# %% ../nbs/26_detect.ipynb #fd0d627b
+def nms_fast(boxes, scores, iou_threshold: float, top_k: int | None = None) -> torch.Tensor:
+    "`nms`'s indices (same order, same ties), with one IoU row per kept box; stops after `top_k` keeps."
+    _check_threshold(iou_threshold, "iou_threshold")
+    boxes = _as_boxes(boxes)
+    scores = torch.as_tensor(scores, device=boxes.device).float()
+    if scores.shape != (len(boxes),): raise ValueError(f"scores must have shape ({len(boxes)},), got {tuple(scores.shape)}")
+    order = torch.sort(scores, descending=True, stable=True).indices
+    keep = []
+    while len(order) and (top_k is None or len(keep) < top_k):
+        i = order[0]; keep.append(int(i))
+        order = order[1:][box_iou(boxes[i:i + 1], boxes[order[1:]])[0] <= iou_threshold]
+    return torch.tensor(keep, dtype=torch.long)
+
+# %% ../nbs/26_detect.ipynb #28efce66
+def _detect_one(boxes: torch.Tensor, scores: torch.Tensor, w: int, h: int, score_min, nms_iou, top_k):
+    ok = scores >= score_min
+    b, s = boxes[ok], scores[ok]
+    k = nms_fast(b, s, nms_iou, top_k)
+    scale = torch.tensor([w, h, w, h], dtype=b.dtype, device=b.device)
+    return (b[k].clamp(0, 1) * scale).cpu().numpy(), s[k].cpu().numpy()
+
+@torch.no_grad()
+def detect(model: TinySSD, images, *, score_min: float = 0.01, nms_iou: float = 0.45, top_k: int = 100,
+           batch: int = 64, device="cpu") -> list:
+    "Per image (boxes (k, 4) in the image's pixels, scores (k,)): person probability >= score_min, after per-image NMS."
+    images = _as_images(images)
+    model.to(device).eval()
+    h, w = images.shape[1:3]
+    out = []
+    for k in range(0, len(images), batch):
+        loc, conf = model(prepare_images(images[k:k + batch], model.size, device))
+        boxes, scores = decode(loc, model.priors), conf.softmax(-1)[..., 1]
+        out += [_detect_one(b, s, w, h, score_min, nms_iou, top_k) for b, s in zip(boxes, scores)]
+    return out
