@@ -18,7 +18,7 @@ from .train import Fit, fit
 __all__ = ['IMAGENET_MEAN', 'IMAGENET_STD', 'box_area', 'box_iou', 'cxcywh_to_xyxy', 'xyxy_to_cxcywh', 'default_boxes', 'encode',
            'decode', 'match', 'hard_negative_mask', 'multibox_loss', 'nms', 'greedy_match', 'miss_rate_curve',
            'mr_at_fppi', 'log_average_mr', 'group_miss_rate', 'conv_bn', 'TinySSD', 'multiply_adds', 'prepare_images',
-           'ssd_targets', 'ssd_step_loss', 'ssd_batches', 'nms_fast', 'detect']
+           'ssd_targets', 'ssd_step_loss', 'ssd_batches', 'nms_fast', 'detect', 'train_ssd', 'pseudo_label']
 
 # %% ../nbs/26_detect.ipynb #613b2c47
 def _as_boxes(b, name: str = "boxes") -> torch.Tensor:
@@ -391,3 +391,24 @@ def detect(model: TinySSD, images, *, score_min: float = 0.01, nms_iou: float = 
         boxes, scores = decode(loc, model.priors), conf.softmax(-1)[..., 1]
         out += [_detect_one(b, s, w, h, score_min, nms_iou, top_k) for b, s in zip(boxes, scores)]
     return out
+
+# %% ../nbs/26_detect.ipynb #2ad5f747
+def train_ssd(model: TinySSD, images, boxes: Sequence, *, steps: int, batch: int = 16, lr: float = 1e-2, seed: int = 0,
+              flip: bool = True, weight_decay: float = 5e-4, device="cpu", val=None, eval_every: int = 50,
+              patience: int | None = None) -> Fit:
+    "Train `model` with `fit` on uint8 images (N, H, W, 3) and pixel boxes per image; `val` = (images, boxes) to keep the best."
+    model.to(device)
+    val_loss = None
+    if val is not None:
+        vi, vb = val
+        val_loss = lambda m: float(np.mean([ssd_step_loss(m, (vi[k:k + 64], vb[k:k + 64], None)).item()
+                                            for k in range(0, len(vi), 64)]))
+    return fit(model, ssd_step_loss, ssd_batches(images, boxes, batch, seed, flip), steps=steps, lr=lr,
+               weight_decay=weight_decay, val_loss=val_loss, eval_every=eval_every, patience=patience)
+
+# %% ../nbs/26_detect.ipynb #b25613e2
+def pseudo_label(model: TinySSD, images, threshold: float = 0.5, **detect_kw) -> list:
+    "The teacher's labels: per image the (k, 4) pixel boxes `detect` finds with score >= `threshold`."
+    _check_threshold(threshold, "threshold")
+    detect_kw["score_min"] = max(threshold, detect_kw.get("score_min", 0.0))
+    return [b for b, _ in detect(model, images, **detect_kw)]
