@@ -18,7 +18,8 @@ from .train import Fit, fit
 __all__ = ['IMAGENET_MEAN', 'IMAGENET_STD', 'box_area', 'box_iou', 'cxcywh_to_xyxy', 'xyxy_to_cxcywh', 'default_boxes', 'encode',
            'decode', 'match', 'hard_negative_mask', 'multibox_loss', 'nms', 'greedy_match', 'miss_rate_curve',
            'mr_at_fppi', 'log_average_mr', 'group_miss_rate', 'conv_bn', 'TinySSD', 'multiply_adds', 'prepare_images',
-           'ssd_targets', 'ssd_step_loss', 'ssd_batches', 'nms_fast', 'detect', 'train_ssd', 'pseudo_label']
+           'ssd_targets', 'ssd_step_loss', 'ssd_batches', 'nms_fast', 'detect', 'train_ssd', 'pseudo_label',
+           'roi_features']
 
 # %% ../nbs/26_detect.ipynb #613b2c47
 def _as_boxes(b, name: str = "boxes") -> torch.Tensor:
@@ -412,3 +413,30 @@ def pseudo_label(model: TinySSD, images, threshold: float = 0.5, **detect_kw) ->
     _check_threshold(threshold, "threshold")
     detect_kw["score_min"] = max(threshold, detect_kw.get("score_min", 0.0))
     return [b for b, _ in detect(model, images, **detect_kw)]
+
+# %% ../nbs/26_detect.ipynb #108c3434
+def _roi_grid(b: torch.Tensor, grid: int) -> torch.Tensor:
+    "Sampling points (n, grid, grid, 2) in grid_sample's [-1, 1] for boxes `b` (n, 4) given as fractions."
+    t = (torch.arange(grid, device=b.device) + 0.5) / grid
+    x = b[:, None, 0] + t * (b[:, None, 2] - b[:, None, 0])      # (n, grid)
+    y = b[:, None, 1] + t * (b[:, None, 3] - b[:, None, 1])
+    return torch.stack([x[:, None, :].expand(-1, grid, -1), y[:, :, None].expand(-1, -1, grid)], -1) * 2 - 1
+
+@torch.no_grad()
+def roi_features(model: TinySSD, images, boxes_per_image: Sequence, *, map_index: int = 2, grid: int = 4,
+                 batch: int = 64, device="cpu") -> np.ndarray:
+    "(n_boxes, C): map `map_index` averaged over a grid x grid bilinear sample inside each pixel box, boxes in order."
+    images = _as_images(images)
+    if len(boxes_per_image) != len(images):
+        raise ValueError(f"boxes_per_image needs one entry per image ({len(images)}), got {len(boxes_per_image)}")
+    model.to(device).eval()
+    h, w = images.shape[1:3]
+    out = []
+    for k in range(0, len(images), batch):
+        fmap = model.features(prepare_images(images[k:k + batch], model.size, device))[map_index]
+        for f, b in zip(fmap, boxes_per_image[k:k + batch]):
+            b = _as_boxes(np.asarray(b, np.float32).reshape(-1, 4)).to(device) / torch.tensor([w, h, w, h], device=device)
+            pts = _roi_grid(b, grid).reshape(1, -1, grid * grid, 2)
+            s = F.grid_sample(f[None], pts, mode="bilinear", padding_mode="border", align_corners=False)  # (1, C, n, grid²)
+            out.append(s[0].mean(-1).T.cpu())
+    return torch.cat(out).numpy() if out else np.zeros((0, model.channels[map_index]), np.float32)
