@@ -255,11 +255,13 @@ class TinySSD(nn.Module):
     strides = (4, 8, 16)
     def __init__(self, size: int = 96, n_classes: int = 2, width: float = 1.0,
                  scales: Sequence[float] = (0.08, 0.18, 0.36, 0.6, 0.9),
-                 aspect_ratios: Sequence[Sequence[float]] = ((2, 3),) * 4):
+                 aspect_ratios: Sequence[Sequence[float]] = ((2, 3),) * 4, match_iou: float = 0.5):
         super().__init__()
         if len(aspect_ratios) != 4: raise ValueError(f"aspect_ratios needs one list per feature map (4), got {len(aspect_ratios)}")
         c = [max(4, round(k * width)) for k in (16, 32, 64, 128)]
         self.n_classes, self.scales, self.aspect_ratios = n_classes, tuple(scales), tuple(map(tuple, aspect_ratios))
+        _check_threshold(match_iou, "match_iou")
+        self.match_iou = match_iou  # the priors' positive IoU in training: it belongs with the priors
         self.stages = nn.ModuleList([
             nn.Sequential(conv_bn(3, c[0], 2), conv_bn(c[0], c[1], 2), conv_bn(c[1], c[1])),   # stride 4
             nn.Sequential(conv_bn(c[1], c[2], 2), conv_bn(c[2], c[2])),                      # stride 8
@@ -325,9 +327,9 @@ def prepare_images(images, size: int, device="cpu") -> torch.Tensor:
     return (x - mean) / std
 
 # %% ../nbs/26_detect.ipynb #0a4e2907
-def ssd_targets(model: TinySSD, boxes_list: Sequence, threshold: float = 0.5):
-    "`match` targets of a batch, boxes per image as x1y1x2y2 fractions of the image: (loc_t (B, P, 4), conf_t (B, P))."
-    pri = model.priors
+def ssd_targets(model: TinySSD, boxes_list: Sequence, threshold: float | None = None):
+    "`match` targets (at `model.match_iou` unless given) of boxes per image as x1y1x2y2 fractions: (loc_t (B, P, 4), conf_t (B, P))."
+    pri, threshold = model.priors, model.match_iou if threshold is None else threshold
     t = [match(torch.as_tensor(np.asarray(b, np.float32).reshape(-1, 4), device=pri.device),
                torch.ones(len(b), dtype=torch.long), pri, threshold) for b in boxes_list]
     return torch.stack([l for l, _ in t]), torch.stack([c for _, c in t])
