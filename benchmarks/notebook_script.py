@@ -30,6 +30,7 @@ def build(slug, profile, threads, device="cuda"):
         elif "nbdev_export" in s or s.startswith("#| default_exp"): continue
         s = s.replace("from __future__ import annotations", "")
         out.append(f"__pl_t{i} = __pl_time.time()\n{s}\n__pl_mark({i}, __pl_t{i})\n")
+    (ROOT / ".gpu").mkdir(exist_ok=True)                  # a fresh checkout (the GPU machine's) has no .gpu/ yet
     (ROOT / ".gpu" / f"{slug}.py").write_text("\n".join(out))
 if __name__ == "__main__":
     profile, threads, device, *slugs = sys.argv[1:]

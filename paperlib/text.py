@@ -17,10 +17,10 @@ from scipy import sparse
 from .datasets import check_snapshot
 
 # %% auto #0
-__all__ = ['T5_STSB', 'minilm_path', 'load_minilm', 'load_wordpiece', 'wordpieces', 'is_single_piece', 'word_span', 'piece_index',
-           'contextual_embeddings', 'load_seq2seq', 'parse_score', 'seq2seq_scores', 'text_key', 'EmbeddingCache',
-           'wordpiece_sets', 'jaccard_matrix', 'idf', 'top_idf', 'f1_pos', 'f1_threshold_search', 'snapshot_steps',
-           'SnapshotTrainer', 'cooccurrence', 'ppmi', 'ppmi_svd_vectors']
+__all__ = ['T5_STSB', 'MINILM_PARAMS', 'minilm_path', 'load_minilm', 'load_wordpiece', 'wordpieces', 'is_single_piece',
+           'word_span', 'piece_index', 'contextual_embeddings', 'load_seq2seq', 'parse_score', 'seq2seq_scores',
+           'text_key', 'EmbeddingCache', 'LazyEncoder', 'wordpiece_sets', 'jaccard_matrix', 'idf', 'top_idf', 'f1_pos',
+           'f1_threshold_search', 'snapshot_steps', 'SnapshotTrainer', 'cooccurrence', 'ppmi', 'ppmi_svd_vectors']
 
 # %% ../nbs/18_text.ipynb #3b549c65
 def minilm_path() -> Path:
@@ -186,6 +186,26 @@ class EmbeddingCache:
 
     def stats(self) -> dict:
         return dict(encoded=self.n_encoded, cache_hits=self.n_hits, truncated=self.n_truncated, cached=len(self.vectors))
+
+# %% ../nbs/18_text.ipynb #03e78919
+MINILM_PARAMS = 22_713_216     # all-MiniLM-L6-v2: 6 layers of width 384 over a 30,522-piece vocabulary
+
+class LazyEncoder:
+    "An encoder built by `load()` at its first public attribute read, `attrs` then set on it; nothing loaded before."
+    def __init__(self, load, **attrs): self._load, self._attrs, self._model = load, attrs, None
+
+    @property
+    def loaded(self) -> bool: return self._model is not None
+
+    def __getattr__(self, name):
+        # private names stay unforwarded: copy and pickle probe them on an instance whose __init__ never ran
+        if name.startswith("_"): raise AttributeError(name)
+        if self._model is None:
+            model = self._load()
+            for k, v in self._attrs.items(): setattr(model, k, v)
+            self._model = model
+        return getattr(self._model, name)
+
 
 # %% ../nbs/18_text.ipynb #4c178771
 def wordpiece_sets(texts, tok) -> sparse.csr_matrix:

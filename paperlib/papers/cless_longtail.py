@@ -358,16 +358,16 @@ class CLESS(nn.Module):
 
     @torch.no_grad()
     def score_all(self, tokens: torch.Tensor, label_tokens: torch.Tensor, batch: int = 256) -> torch.Tensor:
-        "(N, L) logits of every text against every label, in eval mode; at most `batch` x 256 pairs held at once."
-        was = self.training; self.eval()
-        l = self.match_l(self.encode_label(label_tokens))                                          # (L, H1) once
+        "(N, L) logits of every text against every label, in eval mode, on the CPU; at most `batch` x 256 pairs held at once."
+        was, dev = self.training, self.emb.weight.device; self.eval()                          # inputs go to the model's device
+        l = self.match_l(self.encode_label(label_tokens.to(dev)))                                  # (L, H1) once
         step = 256                                                                                  # labels per block
         out = []
         for i in range(0, len(tokens), batch):
-            t = self.match_t(self.encode_text(tokens[i:i + batch]))[:, None]
+            t = self.match_t(self.encode_text(tokens[i:i + batch].to(dev)))[:, None]
             out.append(torch.cat([self.match_rest(t + l[None, j:j + step]).squeeze(-1) for j in range(0, len(l), step)], 1))
         self.train(was)
-        return torch.cat(out)
+        return torch.cat(out).cpu()
 
     def n_params(self) -> tuple[int, int]:
         "(total, trainable) parameter counts."
@@ -508,8 +508,8 @@ def pretrain(model: CLESS, tokens: torch.Tensor, *, c: int, epochs: int, batch: 
     rng, V = np.random.default_rng(seed), model.emb.num_embeddings
     def batches():
         for idx in _passes(len(tokens), batch, epochs, rng):
-            t = tokens[idx]
-            yield (t, *pseudo_labels(t, c, rng, skip_ids, V))
+            t = tokens[idx]                                       # sampled on the CPU, trained on the model's device
+            yield tuple(x.to(model.emb.weight.device) for x in (t, *pseudo_labels(t, c, rng, skip_ids, V)))
     curve = []
     def per_epoch(m):
         curve.append(after_epoch(len(curve) + 1, m))
@@ -537,7 +537,7 @@ def finetune(model: CLESS, tokens: torch.Tensor, Y, label_tokens: torch.Tensor, 
     def batches():
         for idx in _passes(len(tokens), batch, epochs, rng):
             li, I = real_labels(Y[idx], c, rng)
-            yield tokens[idx], label_tokens[li], I
+            yield tuple(x.to(model.emb.weight.device) for x in (tokens[idx], label_tokens[li], I))
     aps, val = _dev_ap(dev, lambda m, X: m.score_all(X, label_tokens).numpy()) if dev is not None else ([], None)
     res = _fit_by_epoch(model, lambda m, b: nce_loss(m.pair_logits(b[0], b[1]), b[2]), batches(), n=len(tokens),
                         batch=batch, epochs=epochs, lr=lr, per_epoch=val, patience=patience, **fit_kw)
