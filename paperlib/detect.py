@@ -149,13 +149,18 @@ def multibox_loss(loc_pred, conf_pred, loc_t, conf_t, ratio: int = 3):
     return (loc + conf) / n, loc / n, conf / n
 
 # %% ../nbs/26_detect.ipynb #68446620
-def nms(boxes, scores, iou_threshold: float) -> torch.Tensor:
-    "Indices of the boxes greedy NMS keeps, highest score first (ties: lower index first)."
+def _nms_order(boxes, scores, iou_threshold: float) -> tuple[torch.Tensor, torch.Tensor]:
+    "NMS's checked inputs: (boxes, indices by descending score, ties in index order)."
     _check_threshold(iou_threshold, "iou_threshold")
     boxes = _as_boxes(boxes)
     scores = torch.as_tensor(scores, device=boxes.device).float()
     if scores.shape != (len(boxes),): raise ValueError(f"scores must have shape ({len(boxes)},), got {tuple(scores.shape)}")
     order = torch.sort(scores, descending=True, stable=True).indices
+    return boxes, order
+
+def nms(boxes, scores, iou_threshold: float) -> torch.Tensor:
+    "Indices of the boxes greedy NMS keeps, highest score first (ties: lower index first)."
+    boxes, order = _nms_order(boxes, scores, iou_threshold)
     iou = box_iou(boxes, boxes)
     alive = torch.ones(len(boxes), dtype=torch.bool, device=boxes.device)
     keep = []
@@ -362,11 +367,7 @@ def ssd_batches(images, boxes: Sequence, batch: int, seed: int, flip: bool = Tru
 # %% ../nbs/26_detect.ipynb #fd0d627b
 def nms_fast(boxes, scores, iou_threshold: float, top_k: int | None = None) -> torch.Tensor:
     "`nms`'s indices (same order, same ties), with one IoU row per kept box; stops after `top_k` keeps."
-    _check_threshold(iou_threshold, "iou_threshold")
-    boxes = _as_boxes(boxes)
-    scores = torch.as_tensor(scores, device=boxes.device).float()
-    if scores.shape != (len(boxes),): raise ValueError(f"scores must have shape ({len(boxes)},), got {tuple(scores.shape)}")
-    order = torch.sort(scores, descending=True, stable=True).indices
+    boxes, order = _nms_order(boxes, scores, iou_threshold)
     keep = []
     while len(order) and (top_k is None or len(keep) < top_k):
         i = order[0]; keep.append(int(i))
