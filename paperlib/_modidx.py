@@ -387,6 +387,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                  'paperlib.detect._detect_one': ('detect.html#_detect_one', 'paperlib/detect.py'),
                                  'paperlib.detect._fractions': ('detect.html#_fractions', 'paperlib/detect.py'),
                                  'paperlib.detect._mr_at': ('detect.html#_mr_at', 'paperlib/detect.py'),
+                                 'paperlib.detect._nms_order': ('detect.html#_nms_order', 'paperlib/detect.py'),
                                  'paperlib.detect._roi_grid': ('detect.html#_roi_grid', 'paperlib/detect.py'),
                                  'paperlib.detect.box_area': ('detect.html#box_area', 'paperlib/detect.py'),
                                  'paperlib.detect.box_iou': ('detect.html#box_iou', 'paperlib/detect.py'),
