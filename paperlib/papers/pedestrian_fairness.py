@@ -426,7 +426,7 @@ def real_scenes(rows: pd.DataFrame, size: int, kind: str) -> Scenes:
         out.append(pd.DataFrame(dict(image=i, x1=b.x1 * fx, y1=b.y1 * fy, x2=b.x2 * fx, y2=b.y2 * fy,
                                      age=b.age if "age" in b else "adult", kind="person", labelled=True, occluded=False)))
     boxes = pd.concat(out, ignore_index=True) if out else pd.DataFrame(columns=SCENE_COLUMNS)
-    return Scenes(imgs, boxes.astype(dict(image=int)), dict(kind=kind, source="real", photos=len(paths)))
+    return Scenes(imgs, boxes.astype(dict(image=int, labelled=bool, occluded=bool)), dict(kind=kind, source="real", photos=len(paths)))
 
 def capped(rows: pd.DataFrame, cap: int | None, seed: int) -> tuple[pd.DataFrame, str | None]:
     "`rows` of at most `cap` photos (a seeded sample), with a note when photos were left out."
@@ -442,7 +442,7 @@ def balanced_photos(boxes: pd.DataFrame) -> list:
     per = per.sort_values(["child", "adult"], ascending=[False, True])
     keep, n_a, n_c = [], 0, 0
     for img, r in per.iterrows():
-        if abs((n_a + r.adult) - (n_c + r.child)) <= abs(n_a - n_c) or r.child > r.adult:
+        if abs((n_a + r.adult) - (n_c + r.child)) <= max(abs(n_a - n_c), 1) or r.child > r.adult:
             keep.append(img); n_a += r.adult; n_c += r.child
     return keep
 
