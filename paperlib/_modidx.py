@@ -1777,6 +1777,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                                                 'paperlib/papers/pedestrian_fairness.py'),
                                                      'paperlib.papers.pedestrian_fairness.child_odds_ratio': ( 'papers/pedestrian_fairness.html#child_odds_ratio',
                                                                                                                'paperlib/papers/pedestrian_fairness.py'),
+                                                     'paperlib.papers.pedestrian_fairness.child_term': ( 'papers/pedestrian_fairness.html#child_term',
+                                                                                                         'paperlib/papers/pedestrian_fairness.py'),
                                                      'paperlib.papers.pedestrian_fairness.children_missed_more': ( 'papers/pedestrian_fairness.html#children_missed_more',
                                                                                                                    'paperlib/papers/pedestrian_fairness.py'),
                                                      'paperlib.papers.pedestrian_fairness.disparity_moved': ( 'papers/pedestrian_fairness.html#disparity_moved',

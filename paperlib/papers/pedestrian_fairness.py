@@ -33,10 +33,10 @@ __all__ = ['PROPORTIONS', 'SKIN', 'HAIR', 'MIN_VISIBLE', 'FAMILIES', 'PEOPLE_PHO
            'check_scene_args', 'scene_set', 'attribute_counts', 'load_photo', 'real_scenes', 'capped',
            'balanced_photos', 'fa_inria_splits', 'boxes_of', 'ground_truth', 'hit_scores', 'threshold_at_fppi',
            'child_flip', 'mr_by_group', 'per_image_counts', 'mcnemar_lower', 'mr_lowered', 'disparity_shift',
-           'disparity_moved', 'gee_logit', 'child_excess', 'children_missed_more', 'stochastically_smaller',
-           'size_trend', 'child_gain_excess', 'size_helps_children', 'height_matched', 'appearance_probe',
-           'no_separation', 'child_odds_ratio', 'size_explains_gap', 'gap_boot', 'size_not_quantity',
-           'flip_helps_adults']
+           'disparity_moved', 'gee_logit', 'child_term', 'child_excess', 'children_missed_more',
+           'stochastically_smaller', 'size_trend', 'child_gain_excess', 'size_helps_children', 'height_matched',
+           'appearance_probe', 'no_separation', 'child_odds_ratio', 'size_explains_gap', 'gap_boot',
+           'size_not_quantity', 'flip_helps_adults']
 
 # %% ../../nbs/papers/pedestrian_fairness.ipynb #e24077da
 PROPORTIONS = {"adult": dict(head=1 / 7.5, legs=0.47, shoulders=0.25),
@@ -594,11 +594,16 @@ def gee_logit(missed, X: pd.DataFrame, image) -> pd.DataFrame:
                  cov_struct=sm.cov_struct.Exchangeable()).fit()
     return pd.DataFrame(dict(coef=fit.params, se=fit.bse, p=fit.pvalues))
 
+def child_term(missed, child, image, log_height=None) -> pd.Series:
+    "The GEE row (coef, se, p) of the child indicator in the miss model, optionally adjusted for log box height."
+    X = pd.DataFrame(dict(child=np.asarray(child, float)))
+    if log_height is not None: X["log_height"] = np.asarray(log_height, float)
+    return gee_logit(missed, X, image).loc["child"]
+
 def child_excess(missed, child, image) -> tuple[float, float]:
     "(odds ratio of a child box's miss against an adult's, one-sided GEE p that it exceeds 1)."
-    t = gee_logit(missed, pd.DataFrame(dict(child=np.asarray(child, float))), image).loc["child"]
-    z = t.coef / t.se
-    return float(np.exp(t.coef)), float(norm.sf(z))
+    t = child_term(missed, child, image)
+    return float(np.exp(t.coef)), float(norm.sf(t.coef / t.se))
 
 def _excess_example(p_child):
     rng = np.random.default_rng(1)
@@ -692,9 +697,7 @@ def no_separation(auc: float, lo: float, hi: float, ceiling: float = 0.6) -> Rul
 # %% ../../nbs/papers/pedestrian_fairness.ipynb #00b9abed
 def child_odds_ratio(missed, child, image, log_height=None) -> tuple[float, float, float]:
     "(OR, lo, hi): the child odds ratio of a miss, GEE clustered by image, optionally adjusted for log box height."
-    X = pd.DataFrame(dict(child=np.asarray(child, float)))
-    if log_height is not None: X["log_height"] = np.asarray(log_height, float)
-    t = gee_logit(missed, X, image).loc["child"]
+    t = child_term(missed, child, image, log_height)
     return tuple(float(np.exp(t.coef + z * t.se)) for z in (0, -1.96, 1.96))
 
 @rule(passes=dict(adjusted=(1.05, 0.8, 1.38)), fails=dict(adjusted=(1.6, 1.1, 2.3)))
