@@ -21,7 +21,8 @@ __all__ = ['T5_STSB', 'MINILM_PARAMS', 'minilm_path', 'load_minilm', 'load_wordp
            'word_span', 'piece_index', 'contextual_embeddings', 'load_seq2seq', 'parse_score', 'seq2seq_scores',
            'text_key', 'EmbeddingCache', 'LazyEncoder', 'wordpiece_sets', 'jaccard_matrix', 'idf', 'top_idf', 'f1_pos',
            'f1_threshold_search', 'snapshot_steps', 'SnapshotTrainer', 'cooccurrence', 'ppmi', 'ppmi_svd_vectors',
-           'fit_linear', 'piece_ids', 'compact_ids', 'KimCNN', 'BiLSTM']
+           'fit_linear', 'piece_ids', 'compact_ids', 'KimCNN', 'BiLSTM', 'textrank', 'kmeans_centroids', 'longest',
+           'top_k']
 
 # %% ../nbs/18_text.ipynb #3b549c65
 def minilm_path() -> Path:
@@ -393,3 +394,22 @@ class BiLSTM(nn.Module):
         m = (x > 0).float().unsqueeze(-1)
         hs, _ = self.lstm(self.emb(x))
         return self.out((hs * m).sum(1) / m.sum(1).clamp(min=1))
+
+# %% ../nbs/18_text.ipynb #992498be
+def textrank(texts, tok, k: int) -> list[int]:
+    "Indices of the k sentences of highest PageRank on the Jaccard-similarity graph."
+    import networkx as nx
+    A = wordpiece_sets(texts, tok); J = jaccard_matrix(A, A); np.fill_diagonal(J, 0)
+    pr = nx.pagerank(nx.from_numpy_array(J), weight="weight")
+    return sorted(pr, key=lambda i: (-pr[i], i))[:k]
+
+def kmeans_centroids(E, k: int, seed: int) -> list[int]:
+    "Indices of the sentences nearest each of k K-means centroids of the vectors E."
+    from sklearn.cluster import KMeans
+    km = KMeans(min(k, len(E)), n_init=4, random_state=seed).fit(E)
+    d = ((E[:, None, :] - km.cluster_centers_[None]) ** 2).sum(-1)
+    return list(dict.fromkeys(int(i) for i in d.argmin(0)))
+
+def longest(texts, k: int) -> list[int]: return list(np.argsort([-len(str(t)) for t in texts], kind="stable")[:k])
+
+def top_k(scores, k: int) -> list[int]: return list(np.argsort(-np.asarray(scores), kind="stable")[:k])

@@ -23,7 +23,7 @@ from ..stats import correct_pvalues, paired_diff_test, beats, not_worse
 from ..report import rule
 from ..text import (load_minilm, load_wordpiece, wordpieces, is_single_piece, EmbeddingCache, wordpiece_sets,
                            jaccard_matrix, idf, top_idf, f1_pos, f1_threshold_search, SnapshotTrainer, fit_linear,
-                           piece_ids, compact_ids, KimCNN, BiLSTM)
+                           piece_ids, compact_ids, KimCNN, BiLSTM, textrank, kmeans_centroids, longest, top_k)
 
 # %% auto #0
 __all__ = ['LEXICONS', 'UNCOMMON', 'REASON_MIX', 'NEG_TEMPLATES', 'POS_TEMPLATES', 'NEG_NUMBER', 'NEG_UNCOMMON', 'POS_KIND_MIX',
@@ -36,10 +36,9 @@ __all__ = ['LEXICONS', 'UNCOMMON', 'REASON_MIX', 'NEG_TEMPLATES', 'POS_TEMPLATES
            'tag_rates', 'task_hardness', 'make_task', 'stratified_split', 'load_real_data', 'local_models',
            'write_tiny_dataset', 'enrich', 'attribute_words', 'editor_oracle', 'uncommon_list', 'HeadConfig',
            'mlp_head', 'val_split', 'uda_loss', 'fit_scorer', 'candidates', 'avg_dist', 'textual_affinity', 'rerank',
-           'propagate', 'eda', 'textrank', 'kmeans_centroids', 'longest', 'top_k', 'one_sided_paired_p',
-           'lm_beats_classical', 'enrichment_helps', 'lp_helps', 'pseudo_label_sanity', 'transfer_richer',
-           'band_margin', 'in_band', 'has_headroom', 'small_data_matches', 'mechanism_holds',
-           'enrichment_with_mechanism', 'experts_ranked_high', 'recall_gain']
+           'propagate', 'eda', 'one_sided_paired_p', 'lm_beats_classical', 'enrichment_helps', 'lp_helps',
+           'pseudo_label_sanity', 'transfer_richer', 'band_margin', 'in_band', 'has_headroom', 'small_data_matches',
+           'mechanism_holds', 'enrichment_with_mechanism', 'experts_ranked_high', 'recall_gain']
 
 # %% ../../nbs/papers/salient_facts.ipynb #86f05a2f
 # the generator's vocabulary and sentence templates are data, kept in the package: read once, here
@@ -529,25 +528,6 @@ def eda(text: str, rng, p_del: float = 0.1, n_swap: int = 2) -> str:
     for _ in range(n_swap if len(w) > 1 else 0):
         i, j = rng.choice(len(w), 2, replace=False); w[i], w[j] = w[j], w[i]
     return " ".join(w)
-
-# %% ../../nbs/papers/salient_facts.ipynb #992498be
-def textrank(texts, tok, k: int) -> list[int]:
-    "Indices of the k sentences of highest PageRank on the Jaccard-similarity graph."
-    import networkx as nx
-    A = wordpiece_sets(texts, tok); J = jaccard_matrix(A, A); np.fill_diagonal(J, 0)
-    pr = nx.pagerank(nx.from_numpy_array(J), weight="weight")
-    return sorted(pr, key=lambda i: (-pr[i], i))[:k]
-
-def kmeans_centroids(E, k: int, seed: int) -> list[int]:
-    "Indices of the sentences nearest each of k K-means centroids of the vectors E."
-    from sklearn.cluster import KMeans
-    km = KMeans(min(k, len(E)), n_init=4, random_state=seed).fit(E)
-    d = ((E[:, None, :] - km.cluster_centers_[None]) ** 2).sum(-1)
-    return list(dict.fromkeys(int(i) for i in d.argmin(0)))
-
-def longest(texts, k: int) -> list[int]: return list(np.argsort([-len(str(t)) for t in texts], kind="stable")[:k])
-
-def top_k(scores, k: int) -> list[int]: return list(np.argsort(-np.asarray(scores), kind="stable")[:k])
 
 # %% ../../nbs/papers/salient_facts.ipynb #f4fa08a1
 def one_sided_paired_p(a, b) -> float:
