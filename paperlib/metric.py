@@ -23,7 +23,8 @@ __all__ = ['LOSSES', 'CLASSIFICATION_LOSSES', 'LOSS_NAMES', 'MINERS', 'EXTRA_LOS
            'r_precision', 'precision_at_1', 'map_at_r_torch', 'random_map_at_r_draws', 'random_map_at_r', 'chance_r1',
            'knn_purity', 'recall_hits', 'recall_at_k', 'sklearn_kmeans', 'cluster_nmi', 'uniformity_kl',
            'k_center_greedy', 'prototype_distance', 'EmbeddingCNN', 'embed', 'multilabel_probe', 'majority_accuracy',
-           'batches', 'LossTerm', 'TrainResult', 'train_embedder', 'repeated_metrics', 'mean_std']
+           'batches', 'LossTerm', 'TrainResult', 'train_embedder', 'repeated_metrics', 'mean_std', 'mlp_backbone',
+           'cnn_backbone']
 
 # %% ../nbs/10_metric.ipynb #a3f8d71f
 LOSSES = dict(contrastive="ContrastiveLoss", triplet="TripletMarginLoss", multi_similarity="MultiSimilarityLoss",
@@ -538,3 +539,16 @@ def mean_std(values) -> tuple[float, float]:
     "Mean and standard deviation (ddof = 1; 0 for a single value)."
     v = np.asarray(values, dtype=float)
     return float(v.mean()), float(v.std(ddof=1)) if len(v) > 1 else 0.0
+
+# %% ../nbs/10_metric.ipynb #9c0a100b
+def mlp_backbone(in_dim: int = 64, hidden=(256, 128)) -> nn.Module:
+    "A multilayer-perceptron trunk: Linear-ReLU layers of widths `hidden` (output: hidden[-1])."
+    layers, c = [], in_dim
+    for h in hidden: layers += [nn.Linear(c, h), nn.ReLU()]; c = h
+    return nn.Sequential(*layers)
+
+def cnn_backbone(widths=(32, 64, 128), in_ch: int = 3) -> nn.Module:
+    "A small convolutional trunk for images: conv3x3-BN-ReLU-maxpool blocks, then global average pooling (output: widths[-1])."
+    layers, c = [], in_ch
+    for w in widths: layers += [nn.Conv2d(c, w, 3, padding=1), nn.BatchNorm2d(w), nn.ReLU(), nn.MaxPool2d(2)]; c = w
+    return nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten())

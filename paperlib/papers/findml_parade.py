@@ -19,7 +19,7 @@ from ..datasets import (Dataset, register_dataset, read_cub, read_cars, cub_home
                                split_within_classes, subsample_classes)
 from ..images import load_images, ResNet50, load_resnet50, image_input, crop_flip
 from ..metric import (DML_LOSS_NAMES, check_dml_loss, make_dml_loss, make_dml_miner, train_embedder, LossTerm, embed,
-                             batches, mean_std, recall_hits, chance_r1, knn_purity)
+                             batches, mean_std, recall_hits, chance_r1, knn_purity, mlp_backbone, cnn_backbone)
 from ..fairness import (OVERALL, subgroup_upstream, subgroup_downstream, subgroup_alignment, subgroup_gap,
                                worst_group, fit_predict, CLASSIFIERS, imbalanced_counts, ratio_counts, take_counts,
                                check_shares, draw_attribute, class_tilted_shares, oversample_groups,
@@ -35,17 +35,17 @@ __all__ = ['METHODS', 'LOSS_PARAMS', 'MINER_PARAMS', 'LOSS_LR', 'GAP_RULE_CLASS'
            'PAPER_T1', 'PAPER_T2A', 'PAPER_T2B', 'PAPER_T6', 'PAPER_T7', 'PAPER_T8', 'PAPER_T9', 'PAPER_T10',
            'PAPER_T11', 'PAPER_T12', 'PAPER_T13', 'PAPER_T13_OVERALL', 'PAPER_T14', 'PAPER_T16', 'PAPER_T17',
            'PAPER_T18', 'PAPER_T19', 'PAPER_T20', 'PAPER_T21', 'PAPER_PREVALENCE', 'PAPER_PREVALENCE_NAMES',
-           'NOT_REDUCED_MARGIN', 'C10_MARGIN', 'method_spec', 'mlp_backbone', 'cnn_backbone', 'ParadeNet',
-           'ParadeResult', 'ParadeTerms', 'train_parade', 'thickness', 'thickness_taus', 'render', 'digits_halves',
-           'minority_classes', 'training_counts', 'make_attribute', 'render_attribute', 'ClassBench', 'AttrBench',
-           'digits_class_bench', 'digits_attr_bench', 'evaluate_model', 'embed_attribute', 'embed_features',
-           'class_groups', 'run_class_job', 'a_probe_backbone', 'run_attr_job', 'load_cub', 'table_files', 'load_cars',
-           'control_per_class', 'gap_for_present', 'real_model_fn', 'real_class_bench', 'real_attr_bench', 'make_jobs',
-           'cell_job', 'check_part_b_budget', 'published_tables', 'mean_sd', 'pick', 'tsne_sample', 'gate_learned',
-           'gate_control', 'gate_gap_exists', 'gate_sa_learned', 'leave_one_seed_out', 'fragile', 'rule_c1', 'rule_c4',
-           'rule_c4b', 'rule_c5', 'c5_implied_ratio', 'rule_all_significant', 'rule_share_significant',
-           'rule_direction', 'rule_not_reduced', 'rule_lenient', 'rule_probe_lower', 'rule_c10',
-           'rule_every_comparison', 'rule_c1_benches', 'rule_significant', 'rule_block', 'rule_c7m', 'rule_c10_benches']
+           'NOT_REDUCED_MARGIN', 'C10_MARGIN', 'method_spec', 'ParadeNet', 'ParadeResult', 'ParadeTerms',
+           'train_parade', 'thickness', 'thickness_taus', 'render', 'digits_halves', 'minority_classes',
+           'training_counts', 'make_attribute', 'render_attribute', 'ClassBench', 'AttrBench', 'digits_class_bench',
+           'digits_attr_bench', 'evaluate_model', 'embed_attribute', 'embed_features', 'class_groups', 'run_class_job',
+           'a_probe_backbone', 'run_attr_job', 'load_cub', 'table_files', 'load_cars', 'control_per_class',
+           'gap_for_present', 'real_model_fn', 'real_class_bench', 'real_attr_bench', 'make_jobs', 'cell_job',
+           'check_part_b_budget', 'published_tables', 'mean_sd', 'pick', 'tsne_sample', 'gate_learned', 'gate_control',
+           'gate_gap_exists', 'gate_sa_learned', 'leave_one_seed_out', 'fragile', 'rule_c1', 'rule_c4', 'rule_c4b',
+           'rule_c5', 'c5_implied_ratio', 'rule_all_significant', 'rule_share_significant', 'rule_direction',
+           'rule_not_reduced', 'rule_lenient', 'rule_probe_lower', 'rule_c10', 'rule_every_comparison',
+           'rule_c1_benches', 'rule_significant', 'rule_block', 'rule_c7m', 'rule_c10_benches']
 
 # %% ../../nbs/papers/findml_parade.ipynb #4b67cb6a
 METHODS = {
@@ -73,18 +73,6 @@ def method_spec(method: str, lr: float = 1e-3) -> dict:
                 miner_params=dict(MINER_PARAMS.get(m["miner"], {})), loss_lr=100 * lr if loss_lr is None else loss_lr)
 
 # %% ../../nbs/papers/findml_parade.ipynb #3728fb88
-def mlp_backbone(in_dim: int = 64, hidden=(256, 128)) -> nn.Module:
-    "psi for the 8x8 digits: Linear-ReLU layers."
-    layers, c = [], in_dim
-    for h in hidden: layers += [nn.Linear(c, h), nn.ReLU()]; c = h
-    return nn.Sequential(*layers)
-
-def cnn_backbone(widths=(32, 64, 128), in_ch: int = 3) -> nn.Module:
-    "psi for small real images: conv3x3-BN-ReLU-maxpool blocks, then global average pooling (output: widths[-1])."
-    layers, c = [], in_ch
-    for w in widths: layers += [nn.Conv2d(c, w, 3, padding=1), nn.BatchNorm2d(w), nn.ReLU(), nn.MaxPool2d(2)]; c = w
-    return nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten())
-
 class ParadeNet(nn.Module):
     "Backbone psi, class head f_targ and attribute head f_SA (linear, L2-normalised); forward gives phi_targ."
     def __init__(self, backbone: nn.Module, feat_dim: int, dim: int = 32, input_fn=None):
