@@ -23,7 +23,7 @@ from ..metric import (DML_LOSS_NAMES, check_dml_loss, make_dml_loss, make_dml_mi
 from ..fairness import (OVERALL, subgroup_upstream, subgroup_downstream, subgroup_alignment, subgroup_gap,
                                worst_group, fit_predict, CLASSIFIERS, imbalanced_counts, ratio_counts, take_counts,
                                check_shares, draw_attribute, class_tilted_shares, oversample_groups,
-                               DomainIndependentLR, attribute_probe, xi_network, decorrelation, paired_difference,
+                               DomainIndependentLR, attribute_probe, xi_network, decorrelation, paired_difference, control_per_class,
                                item_gap_values, item_gap_diff, gap_rows)
 from ..stats import correct_pvalues, not_worse, paired_family, trend_test
 from ..report import rule_outcome, rule, RuleResult
@@ -39,13 +39,13 @@ __all__ = ['METHODS', 'LOSS_PARAMS', 'MINER_PARAMS', 'LOSS_LR', 'GAP_RULE_CLASS'
            'train_parade', 'thickness', 'thickness_taus', 'render', 'digits_halves', 'minority_classes',
            'training_counts', 'make_attribute', 'render_attribute', 'ClassBench', 'AttrBench', 'digits_class_bench',
            'digits_attr_bench', 'evaluate_model', 'embed_attribute', 'embed_features', 'class_groups', 'run_class_job',
-           'a_probe_backbone', 'run_attr_job', 'load_cub', 'table_files', 'load_cars', 'control_per_class',
-           'gap_for_present', 'real_model_fn', 'real_class_bench', 'real_attr_bench', 'make_jobs', 'cell_job',
-           'check_part_b_budget', 'published_tables', 'mean_sd', 'pick', 'tsne_sample', 'gate_learned', 'gate_control',
-           'gate_gap_exists', 'gate_sa_learned', 'leave_one_seed_out', 'fragile', 'rule_c1', 'rule_c4', 'rule_c4b',
-           'rule_c5', 'c5_implied_ratio', 'rule_all_significant', 'rule_share_significant', 'rule_direction',
-           'rule_not_reduced', 'rule_lenient', 'rule_probe_lower', 'rule_c10', 'rule_every_comparison',
-           'rule_c1_benches', 'rule_significant', 'rule_block', 'rule_c7m', 'rule_c10_benches']
+           'a_probe_backbone', 'run_attr_job', 'load_cub', 'table_files', 'load_cars', 'gap_for_present',
+           'real_model_fn', 'real_class_bench', 'real_attr_bench', 'make_jobs', 'cell_job', 'check_part_b_budget',
+           'published_tables', 'mean_sd', 'pick', 'tsne_sample', 'gate_learned', 'gate_control', 'gate_gap_exists',
+           'gate_sa_learned', 'leave_one_seed_out', 'fragile', 'rule_c1', 'rule_c4', 'rule_c4b', 'rule_c5',
+           'c5_implied_ratio', 'rule_all_significant', 'rule_share_significant', 'rule_direction', 'rule_not_reduced',
+           'rule_lenient', 'rule_probe_lower', 'rule_c10', 'rule_every_comparison', 'rule_c1_benches',
+           'rule_significant', 'rule_block', 'rule_c7m', 'rule_c10_benches']
 
 # %% ../../nbs/papers/findml_parade.ipynb #4b67cb6a
 METHODS = {
@@ -463,19 +463,6 @@ def _weights_present(folder):
 # the folder only this paper reads; `paperlib list --data-root` judges it (and the library's datasets) once
 WEIGHTS = register_dataset(Dataset(WEIGHTS_FOLDER, "torchvision's ResNet-50 ImageNet weights (resnet50.pth)", check=_weights_present))
 DATASETS = (*FOLDERS.values(), WEIGHTS_FOLDER)
-
-# %% ../../nbs/papers/findml_parade.ipynb #481391e0
-def control_per_class(train_labels, cut: float = 0.9, share: float = 0.25) -> int:
-    "The control's images per class: the most that lets the majority classes take the images cut from the minority."
-    counts = np.bincount(pd.factorize(np.asarray(train_labels))[0])
-    C = len(counts); k = max(1, int(np.floor(C * share + 0.5)))
-    grow = 1 + cut * k / max(C - k, 1)
-    n = int(np.floor(counts.min() / grow))
-    if np.floor(n * (1 - cut) + 0.5 + 1e-9) < 1:
-        need = int(np.ceil(np.ceil(0.5 / (1 - cut) - 1e-9) * grow))
-        raise DataError(f"the smallest class has {counts.min()} training images: the control would keep {n} per class and "
-                        f"the cut classes none; the imbalance study needs at least {need} training images in every class")
-    return n
 
 # %% ../../nbs/papers/findml_parade.ipynb #d716a538
 def gap_for_present(gap: dict, present, name: str = "") -> dict:
