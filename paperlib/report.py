@@ -19,7 +19,7 @@ __all__ = ['REPRODUCED', 'NOT_REPRODUCED', 'INCONCLUSIVE', 'NOT_CHECKABLE', 'INF
            'to_jsonable', 'write_json', 'escape_md', 'Gate', 'Claim', 'Artefact', 'decide_verdict', 'verdict_counts',
            'tested_line', 'rule_outcome', 'RuleResult', 'rule', 'as_result', 'check_rule', 'rule_path', 'apply_rule',
            'format_value', 'is_interval', 'unlabelled', 'format_number', 'Value', 'value_text', 'palette_png', 'Report',
-           'claim_values']
+           'claim_values', 'mean_sd', 'pick']
 
 # %% ../nbs/05_report.ipynb #0fa7fea9
 def artefact_name(label: str) -> str:
@@ -680,3 +680,16 @@ def claim_values(id: str, ours, cell: int | None = None, limit: int = 40) -> dic
             for k, x in v.items(): walk(x, f"{name}_{_slug(k)}" if _slug(k) else name, depth + 1)
     walk(ours, f"ours_{_slug(id)}", 0)
     return out
+
+# %% ../nbs/05_report.ipynb #1d7a409e
+def mean_sd(values) -> str:
+    "'mean ± sd' (ddof = 1) to three decimals; 'mean' alone for one value; '' for none."
+    v = np.asarray(pd.Series(values, dtype=float).dropna())
+    if len(v) == 0: return ""
+    return f"{v.mean():.3f}" if len(v) == 1 else f"{v.mean():.3f} ± {v.std(ddof=1):.3f}"
+
+def pick(df: pd.DataFrame, **eq) -> pd.DataFrame:
+    "The rows of `df` whose columns equal the given values."
+    m = np.ones(len(df), bool)
+    for k, v in eq.items(): m &= (df[k] == v).to_numpy()
+    return df[m]

@@ -26,7 +26,7 @@ from ..fairness import (OVERALL, subgroup_upstream, subgroup_downstream, subgrou
                                DomainIndependentLR, attribute_probe, xi_network, decorrelation, paired_difference, control_per_class,
                                item_gap_values, item_gap_diff, gap_rows)
 from ..stats import correct_pvalues, not_worse, paired_family, trend_test
-from ..report import rule_outcome, rule, RuleResult
+from ..report import rule_outcome, rule, RuleResult, mean_sd, pick
 
 # %% auto #0
 __all__ = ['METHODS', 'LOSS_PARAMS', 'MINER_PARAMS', 'LOSS_LR', 'GAP_RULE_CLASS', 'LFW_SHARES', 'CELEBA_SHARES', 'COLOUR_SHARES',
@@ -41,11 +41,11 @@ __all__ = ['METHODS', 'LOSS_PARAMS', 'MINER_PARAMS', 'LOSS_LR', 'GAP_RULE_CLASS'
            'digits_attr_bench', 'evaluate_model', 'embed_attribute', 'embed_features', 'class_groups', 'run_class_job',
            'a_probe_backbone', 'run_attr_job', 'load_cub', 'table_files', 'load_cars', 'gap_for_present',
            'real_model_fn', 'real_class_bench', 'real_attr_bench', 'make_jobs', 'cell_job', 'check_part_b_budget',
-           'published_tables', 'mean_sd', 'pick', 'tsne_sample', 'gate_learned', 'gate_control', 'gate_gap_exists',
-           'gate_sa_learned', 'leave_one_seed_out', 'fragile', 'rule_c1', 'rule_c4', 'rule_c4b', 'rule_c5',
-           'c5_implied_ratio', 'rule_all_significant', 'rule_share_significant', 'rule_direction', 'rule_not_reduced',
-           'rule_lenient', 'rule_probe_lower', 'rule_c10', 'rule_every_comparison', 'rule_c1_benches',
-           'rule_significant', 'rule_block', 'rule_c7m', 'rule_c10_benches']
+           'published_tables', 'tsne_sample', 'gate_learned', 'gate_control', 'gate_gap_exists', 'gate_sa_learned',
+           'leave_one_seed_out', 'fragile', 'rule_c1', 'rule_c4', 'rule_c4b', 'rule_c5', 'c5_implied_ratio',
+           'rule_all_significant', 'rule_share_significant', 'rule_direction', 'rule_not_reduced', 'rule_lenient',
+           'rule_probe_lower', 'rule_c10', 'rule_every_comparison', 'rule_c1_benches', 'rule_significant', 'rule_block',
+           'rule_c7m', 'rule_c10_benches']
 
 # %% ../../nbs/papers/findml_parade.ipynb #4b67cb6a
 METHODS = {
@@ -566,19 +566,6 @@ PAPER_T1, PAPER_T2A, PAPER_T2B, PAPER_T6, PAPER_T7, PAPER_T8, PAPER_T9, PAPER_T1
 PAPER_PREVALENCE = {"colour-like": _CUB_PCT, "CelebA-like": _CELEBA_PCT, "LFW-like": dict(zip(LFW_SHARES, _LFW_PCT.values())),
                     "CUB200 colour": _CUB_PCT, "CelebA": _CELEBA_PCT, "LFW": _LFW_PCT}         # Tables 3-5: train shares (%)
 PAPER_PREVALENCE_NAMES = {"LFW-like": dict(plain="White", thick="Asian", faint="Black", inverted="Indian")}
-
-# %% ../../nbs/papers/findml_parade.ipynb #1d7a409e
-def mean_sd(values) -> str:
-    "'mean ± sd' (ddof = 1) to three decimals; 'mean' alone for one value; '' for none."
-    v = np.asarray(pd.Series(values, dtype=float).dropna())
-    if len(v) == 0: return ""
-    return f"{v.mean():.3f}" if len(v) == 1 else f"{v.mean():.3f} ± {v.std(ddof=1):.3f}"
-
-def pick(df: pd.DataFrame, **eq) -> pd.DataFrame:
-    "The rows of `df` whose columns equal the given values."
-    m = np.ones(len(df), bool)
-    for k, v in eq.items(): m &= (df[k] == v).to_numpy()
-    return df[m]
 
 # %% ../../nbs/papers/findml_parade.ipynb #d70eb59a
 def tsne_sample(groups, n: int, seed: int = 0, keep_small: int = 30) -> np.ndarray:
