@@ -41,7 +41,7 @@ __all__ = ['METHODS', 'LOSS_PARAMS', 'MINER_PARAMS', 'LOSS_LR', 'GAP_RULE_CLASS'
            'digits_attr_bench', 'evaluate_model', 'embed_attribute', 'embed_features', 'class_groups', 'run_class_job',
            'a_probe_backbone', 'run_attr_job', 'load_cub', 'table_files', 'load_cars', 'gap_for_present',
            'real_model_fn', 'real_class_bench', 'real_attr_bench', 'make_jobs', 'cell_job', 'check_part_b_budget',
-           'published_tables', 'tsne_sample', 'gate_learned', 'gate_control', 'gate_gap_exists', 'gate_sa_learned',
+           'published_tables', 'gate_learned', 'gate_control', 'gate_gap_exists', 'gate_sa_learned',
            'leave_one_seed_out', 'fragile', 'rule_c1', 'rule_c4', 'rule_c4b', 'rule_c5', 'c5_implied_ratio',
            'rule_all_significant', 'rule_share_significant', 'rule_direction', 'rule_not_reduced', 'rule_lenient',
            'rule_probe_lower', 'rule_c10', 'rule_every_comparison', 'rule_c1_benches', 'rule_significant', 'rule_block',
@@ -566,16 +566,6 @@ PAPER_T1, PAPER_T2A, PAPER_T2B, PAPER_T6, PAPER_T7, PAPER_T8, PAPER_T9, PAPER_T1
 PAPER_PREVALENCE = {"colour-like": _CUB_PCT, "CelebA-like": _CELEBA_PCT, "LFW-like": dict(zip(LFW_SHARES, _LFW_PCT.values())),
                     "CUB200 colour": _CUB_PCT, "CelebA": _CELEBA_PCT, "LFW": _LFW_PCT}         # Tables 3-5: train shares (%)
 PAPER_PREVALENCE_NAMES = {"LFW-like": dict(plain="White", thick="Asian", faint="Black", inverted="Indian")}
-
-# %% ../../nbs/papers/findml_parade.ipynb #d70eb59a
-def tsne_sample(groups, n: int, seed: int = 0, keep_small: int = 30) -> np.ndarray:
-    "Indices of a subsample of about n points that keeps every point of groups with at most `keep_small` members."
-    groups = np.asarray(groups).astype(str)
-    rng = np.random.default_rng([seed, 61])
-    small = np.isin(groups, [g for g, c in zip(*np.unique(groups, return_counts=True)) if c <= keep_small])
-    rest = np.flatnonzero(~small)
-    take = rng.choice(rest, size=min(len(rest), max(0, n - small.sum())), replace=False)
-    return np.sort(np.r_[np.flatnonzero(small), take])
 
 # %% ../../nbs/papers/findml_parade.ipynb #12cb94ed
 def gate_learned(r1, chance: float, k: float = 5.0) -> bool:
