@@ -25,7 +25,7 @@ from ..fairness import (OVERALL, subgroup_upstream, subgroup_downstream, subgrou
                                check_shares, draw_attribute, class_tilted_shares, oversample_groups,
                                DomainIndependentLR, attribute_probe, xi_network, decorrelation, paired_difference, control_per_class,
                                item_gap_values, item_gap_diff, gap_rows)
-from ..stats import correct_pvalues, not_worse, paired_family, trend_test
+from ..stats import correct_pvalues, not_worse, paired_family, trend_test, leave_one_seed_out, fragile
 from ..report import rule_outcome, rule, RuleResult, mean_sd, pick
 
 # %% auto #0
@@ -41,11 +41,10 @@ __all__ = ['METHODS', 'LOSS_PARAMS', 'MINER_PARAMS', 'LOSS_LR', 'GAP_RULE_CLASS'
            'digits_attr_bench', 'evaluate_model', 'embed_attribute', 'embed_features', 'class_groups', 'run_class_job',
            'a_probe_backbone', 'run_attr_job', 'load_cub', 'table_files', 'load_cars', 'gap_for_present',
            'real_model_fn', 'real_class_bench', 'real_attr_bench', 'make_jobs', 'cell_job', 'check_part_b_budget',
-           'published_tables', 'gate_learned', 'gate_control', 'gate_gap_exists', 'gate_sa_learned',
-           'leave_one_seed_out', 'fragile', 'rule_c1', 'rule_c4', 'rule_c4b', 'rule_c5', 'c5_implied_ratio',
-           'rule_all_significant', 'rule_share_significant', 'rule_direction', 'rule_not_reduced', 'rule_lenient',
-           'rule_probe_lower', 'rule_c10', 'rule_every_comparison', 'rule_c1_benches', 'rule_significant', 'rule_block',
-           'rule_c7m', 'rule_c10_benches']
+           'published_tables', 'gate_learned', 'gate_control', 'gate_gap_exists', 'gate_sa_learned', 'rule_c1',
+           'rule_c4', 'rule_c4b', 'rule_c5', 'c5_implied_ratio', 'rule_all_significant', 'rule_share_significant',
+           'rule_direction', 'rule_not_reduced', 'rule_lenient', 'rule_probe_lower', 'rule_c10',
+           'rule_every_comparison', 'rule_c1_benches', 'rule_significant', 'rule_block', 'rule_c7m', 'rule_c10_benches']
 
 # %% ../../nbs/papers/findml_parade.ipynb #4b67cb6a
 METHODS = {
@@ -586,25 +585,6 @@ def gate_sa_learned(probe_sa, n_values: int, k: float = 2.0) -> bool:
     "The attribute embedding lets a linear probe read the attribute at k times chance (balanced accuracy), on average."
     p = np.asarray(probe_sa, dtype=float)
     return bool(len(p) > 0 and np.nanmean(p) >= k / n_values)
-
-def leave_one_seed_out(families: list, seeds, decide, alternative: str = "greater") -> dict:
-    "{seed: decide(Holm-corrected p-values of every family (name, x, y) with that seed's pair left out)}; arrays in seed order."
-    out = {}
-    for k, s in enumerate(seeds):
-        p = {}
-        for name, x, y in families:
-            fam = paired_family({i: np.delete(np.asarray(v, float), k) for i, v in x.items()},
-                                {i: np.delete(np.asarray(v, float), k) for i, v in y.items()}, alternative)
-            p.update({f"{name} {i}": v for i, v in zip(x, fam.p_adj)})
-        out[s] = decide(p)
-    return out
-
-def fragile(full, loo: dict) -> str | None:
-    "A note when leaving one training seed out changes the rule's outcome (None when it never does)."
-    flips = [s for s, v in loo.items() if v != full]
-    if full is None or not flips: return None
-    return (f"fragile: the rule {'fails' if full else 'holds'} when training seed {' or '.join(map(str, flips))} is left out, "
-            "so the verdict can change between run seeds")
 
 @rule(passes=dict(p_r1=dict(a=0.01), p_nmi=dict(a=0.01), imb_r1_mean=0.2, bal_r1_mean=0.01),
       fails=dict(p_r1=dict(a=0.01), p_nmi=dict(a=0.01), imb_r1_mean=0.04, bal_r1_mean=0.01))
