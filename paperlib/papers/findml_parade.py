@@ -26,7 +26,7 @@ from ..fairness import (OVERALL, subgroup_upstream, subgroup_downstream, subgrou
                                DomainIndependentLR, attribute_probe, xi_network, decorrelation, paired_difference, control_per_class,
                                item_gap_values, item_gap_diff, gap_rows)
 from ..stats import correct_pvalues, not_worse, paired_family, trend_test, leave_one_seed_out, fragile
-from ..report import rule_outcome, rule, RuleResult, mean_sd, pick
+from ..report import rule_outcome, rule, RuleResult, mean_sd, pick, rule_all_significant, rule_share_significant
 
 # %% auto #0
 __all__ = ['METHODS', 'LOSS_PARAMS', 'MINER_PARAMS', 'LOSS_LR', 'GAP_RULE_CLASS', 'LFW_SHARES', 'CELEBA_SHARES', 'COLOUR_SHARES',
@@ -42,9 +42,9 @@ __all__ = ['METHODS', 'LOSS_PARAMS', 'MINER_PARAMS', 'LOSS_LR', 'GAP_RULE_CLASS'
            'a_probe_backbone', 'run_attr_job', 'load_cub', 'table_files', 'load_cars', 'gap_for_present',
            'real_model_fn', 'real_class_bench', 'real_attr_bench', 'make_jobs', 'cell_job', 'check_part_b_budget',
            'published_tables', 'gate_learned', 'gate_control', 'gate_gap_exists', 'gate_sa_learned', 'rule_c1',
-           'rule_c4', 'rule_c4b', 'rule_c5', 'c5_implied_ratio', 'rule_all_significant', 'rule_share_significant',
-           'rule_direction', 'rule_not_reduced', 'rule_lenient', 'rule_probe_lower', 'rule_c10',
-           'rule_every_comparison', 'rule_c1_benches', 'rule_significant', 'rule_block', 'rule_c7m', 'rule_c10_benches']
+           'rule_c4', 'rule_c4b', 'rule_c5', 'c5_implied_ratio', 'rule_direction', 'rule_not_reduced', 'rule_lenient',
+           'rule_probe_lower', 'rule_c10', 'rule_every_comparison', 'rule_c1_benches', 'rule_significant', 'rule_block',
+           'rule_c7m', 'rule_c10_benches']
 
 # %% ../../nbs/papers/findml_parade.ipynb #4b67cb6a
 METHODS = {
@@ -627,15 +627,6 @@ def c5_implied_ratio(minority_share: float) -> float:
     the minority's R@1 loss exceeds (2 - w) / (1 - w) times the majority's: implied by a gap increase whenever the majority does not lose."""
     if not 0 < minority_share < 1: raise ValueError(f"minority_share must be in (0, 1), got {minority_share}")
     return (2 - minority_share) / (1 - minority_share)
-
-def rule_all_significant(p_adj: dict, alpha: float = 0.05) -> tuple[bool, str | None]:
-    "Every corrected p-value is below alpha."
-    return rule_outcome([f"{k}: p_adj {v:.3g}" for k, v in p_adj.items() if not v < alpha] + ([] if p_adj else ["no test"]))
-
-def rule_share_significant(p_adj: dict, share: float = 0.75, alpha: float = 0.05) -> tuple[bool, str | None]:
-    "At least `share` of the corrected p-values are below alpha."
-    ok = sum(v < alpha for v in p_adj.values())
-    return rule_outcome([] if p_adj and ok >= share * len(p_adj) else [f"{ok} of {len(p_adj)} significant (need {share:.0%})"])
 
 NOT_REDUCED_MARGIN = 0.02   # C7-LFW: "does not reduce the gap" tolerates a reduction below the paper's balanced-gap size
 C10_MARGIN = 0.01           # C10: "PARADE costs utility" tolerates an R@1 gain below 0.01 (fixed with the first version of C10)
