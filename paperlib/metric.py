@@ -326,11 +326,13 @@ class EmbeddingCNN(nn.Module):
     def forward(self, x): return F.normalize(self.embedder(self.trunk(x).flatten(1)), dim=1)
 
 @torch.no_grad()
-def embed(model: nn.Module, X, device="cpu", batch_size: int = 512) -> torch.Tensor:
-    "Embeddings of `X` (N x C x H x W) in eval mode, computed on `device` (the model is moved there), returned on the CPU."
+def embed(model: nn.Module, X, device="cpu", batch_size: int = 512, head: str | None = None) -> torch.Tensor:
+    """Embeddings of `X` (N x C x H x W) in eval mode, computed on `device` (the model is moved there), returned on the CPU;
+    `head` names another method or submodule of `model` to apply instead of `forward` (a second head, the trunk)."""
     model.to(device).eval()        # a model rebuilt from a state dict lives on the CPU: it would meet GPU inputs
+    f = model if head is None else getattr(model, head)
     X = _as_tensor(X)
-    return torch.cat([model(X[s:s + batch_size].to(device)).cpu() for s in range(0, len(X), batch_size)])
+    return torch.cat([f(X[s:s + batch_size].to(device)).cpu() for s in range(0, len(X), batch_size)])
 
 # %% ../nbs/10_metric.ipynb #b0a830cb
 def _binary_labels(Y, name: str) -> np.ndarray:

@@ -38,13 +38,12 @@ __all__ = ['METHODS', 'LOSS_PARAMS', 'MINER_PARAMS', 'LOSS_LR', 'GAP_RULE_CLASS'
            'NOT_REDUCED_MARGIN', 'C10_MARGIN', 'method_spec', 'ParadeNet', 'ParadeResult', 'ParadeTerms',
            'train_parade', 'thickness', 'thickness_taus', 'render', 'digits_halves', 'minority_classes',
            'training_counts', 'make_attribute', 'render_attribute', 'ClassBench', 'AttrBench', 'digits_class_bench',
-           'digits_attr_bench', 'evaluate_model', 'embed_attribute', 'embed_features', 'class_groups', 'run_class_job',
-           'a_probe_backbone', 'run_attr_job', 'load_cub', 'table_files', 'load_cars', 'gap_for_present',
-           'real_model_fn', 'real_class_bench', 'real_attr_bench', 'make_jobs', 'cell_job', 'check_part_b_budget',
-           'published_tables', 'gate_learned', 'gate_control', 'gate_gap_exists', 'gate_sa_learned', 'rule_c1',
-           'rule_c4', 'rule_c4b', 'rule_c5', 'c5_implied_ratio', 'rule_direction', 'rule_not_reduced', 'rule_lenient',
-           'rule_probe_lower', 'rule_c10', 'rule_every_comparison', 'rule_c1_benches', 'rule_significant', 'rule_block',
-           'rule_c7m', 'rule_c10_benches']
+           'digits_attr_bench', 'evaluate_model', 'class_groups', 'run_class_job', 'a_probe_backbone', 'run_attr_job',
+           'load_cub', 'table_files', 'load_cars', 'gap_for_present', 'real_model_fn', 'real_class_bench',
+           'real_attr_bench', 'make_jobs', 'cell_job', 'check_part_b_budget', 'published_tables', 'gate_learned',
+           'gate_control', 'gate_gap_exists', 'gate_sa_learned', 'rule_c1', 'rule_c4', 'rule_c4b', 'rule_c5',
+           'c5_implied_ratio', 'rule_direction', 'rule_not_reduced', 'rule_lenient', 'rule_probe_lower', 'rule_c10',
+           'rule_every_comparison', 'rule_c1_benches', 'rule_significant', 'rule_block', 'rule_c7m', 'rule_c10_benches']
 
 # %% ../../nbs/papers/findml_parade.ipynb #4b67cb6a
 METHODS = {
@@ -327,21 +326,6 @@ def evaluate_model(model, X_test, y_test, g_test, X_fit, y_fit, g_fit, *, labels
     probe = attribute_probe(E_fit, a_fit, E_te, a_test, seed) if a_fit is not None else np.nan
     return dict(rows=rows, probe=probe, items=items, E_test=E_te, E_fit=E_fit if keep else None)
 
-@torch.no_grad()
-def _embed_with(model: ParadeNet, head, X, device="cpu", batch_size: int = 512) -> np.ndarray:
-    "`head` (a method of `model`) applied to X in batches, in eval mode."
-    model.eval()
-    X = X if torch.is_tensor(X) else torch.as_tensor(np.asarray(X))
-    return torch.cat([head(X[s:s + batch_size].float().to(device)).cpu() for s in range(0, len(X), batch_size)]).numpy()
-
-def embed_attribute(model: ParadeNet, X, device="cpu", batch_size: int = 512) -> np.ndarray:
-    "The attribute embeddings phi_SA of X (eval mode)."
-    return _embed_with(model, model.attribute, X, device, batch_size)
-
-def embed_features(model: ParadeNet, X, device="cpu", batch_size: int = 512) -> np.ndarray:
-    "The shared backbone's features psi(X) (eval mode): what both heads read."
-    return _embed_with(model, model.features, X, device, batch_size)
-
 def class_groups(y, minority) -> np.ndarray:
     "'minority' for the cut classes, 'majority' for the rest."
     return np.where(np.isin(np.asarray(y), list(minority)), "minority", "majority").astype(object)
@@ -392,12 +376,12 @@ def run_attr_job(bench: AttrBench, job: dict, cfg: dict) -> dict:
     perm_gap = subgroup_gap({g: hits[a_perm == g].mean() for g in bench.values if (a_perm == g).any()}, **bench.gap)
     out = dict(key=key, rows=[{**key, **r} for r in ev["rows"]], items=ev["items"], probe=ev["probe"], perm_gap=perm_gap, history=res.history,
                seconds=time.perf_counter() - t0, train_seconds=t_train, E_test=ev["E_test"] if job.get("keep") else None)
+    emb = lambda X, head: embed(res.model, X, cfg["device"], head=head).numpy()      # psi ("features") or phi_SA ("attribute")
     if res.xi is None and a_probe_backbone(job):      # the shared backbone of the baseline: does it carry the attribute? (gate sa_*)
-        out["probe_psi"] = attribute_probe(embed_features(res.model, bench.X_tr, cfg["device"]), bench.a_tr,
-                                           embed_features(res.model, bench.X_te, cfg["device"]), bench.a_te, s)
+        out["probe_psi"] = attribute_probe(emb(bench.X_tr, "features"), bench.a_tr, emb(bench.X_te, "features"), bench.a_te, s)
     if res.xi is not None:
-        E_sa = embed_attribute(res.model, bench.X_te, cfg["device"])
-        out["probe_sa"] = attribute_probe(embed_attribute(res.model, bench.X_tr, cfg["device"]), bench.a_tr, E_sa, bench.a_te, s)
+        E_sa = emb(bench.X_te, "attribute")
+        out["probe_sa"] = attribute_probe(emb(bench.X_tr, "attribute"), bench.a_tr, E_sa, bench.a_te, s)
         if job.get("keep"): out["E_sa"] = E_sa
     return out
 
