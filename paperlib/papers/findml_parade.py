@@ -78,8 +78,7 @@ class ParadeNet(nn.Module):
         self.backbone, self.head_t, self.head_s, self.dim = backbone, nn.Linear(feat_dim, dim), nn.Linear(feat_dim, dim), dim
         self.input_fn = input_fn                   # e.g. uint8 images -> normalised floats
 
-    def features(self, x):
-        return self.backbone(self.input_fn(x) if self.input_fn is not None else x)
+    def features(self, x): return self.backbone(self.input_fn(x) if self.input_fn is not None else x)
 
     def both(self, x):
         "(phi_targ, phi_SA)"
@@ -175,8 +174,7 @@ def thickness(x: np.ndarray, tau: float, sigma: float = 0.6, width: float = 0.25
     return np.clip((y - tau) / width, 0, 1)
 
 def thickness_taus(shift: float = 0.0) -> dict:
-    """The soft-threshold level of each CelebA-like thickness level: THICKNESS_TAU with levels IV-VI lowered by `shift`
-    (drawn thicker, so harder to read), floored at 0.01; `shift` 0 is the ladder the notebook started with."""
+    "The soft threshold of each CelebA-like level: THICKNESS_TAU with IV-VI lowered by `shift` (thicker), floored at 0.01."
     if not isinstance(shift, (int, float)) or not np.isfinite(shift) or not 0 <= shift <= 0.25:
         raise ValueError(f"thick_shift: {shift!r}; allowed: a number from 0 to 0.25 (how much lower levels IV-VI's threshold is)")
     return {k: (max(t - shift, 0.01) if k in ("IV", "V", "VI") else t) for k, t in THICKNESS_TAU.items()}
@@ -308,8 +306,7 @@ def _long(df: pd.DataFrame, stage: str, metrics) -> list:
 
 def evaluate_model(model, X_test, y_test, g_test, X_fit, y_fit, g_fit, *, labels, classifiers=CLASSIFIERS, seed: int = 0,
                    order=None, fixes: bool = False, a_fit=None, a_test=None, device="cpu", keep: bool = False) -> dict:
-    """Per-subgroup upstream and downstream values (long rows), the attribute probe, the per-item test outcomes (`items`:
-    labels, groups, R@1 hits and each classifier's predictions, for the per-block item tests) and, with `keep`, the test embeddings."""
+    "Per-subgroup values (long rows), the attribute probe, the per-item test outcomes (`items`) and, with `keep`, the test embeddings."
     E_te, E_fit = embed(model, X_test, device).numpy(), embed(model, X_fit, device).numpy()
     items = dict(y=np.asarray(y_test), g=np.asarray(g_test, dtype=object), hits=recall_hits(E_te, y_test), pred={})
     rows = _long(subgroup_upstream(E_te, y_test, g_test, order=order, seed=seed), "up", ("R@1", "NMI", "U_KL"))
@@ -518,8 +515,7 @@ def make_jobs(class_names, attr_names, methods, seeds_a, sweep_methods, sweep_le
     return jobs
 
 def cell_job(cell: dict, keep_seed: int) -> dict:
-    """The job dict the trainers read, from one cell: its axes that apply, plus DI and oversampling for part B's standard
-    Margin·D, the kept embeddings (t-SNE) for part B's PARADE Margin·D at `keep_seed`, and LR alone for the Fig. 12 grid."""
+    "The trainers' job of one cell: its axes, plus part B's fixes (DI, OS), kept embeddings (at `keep_seed`) and the grid's LR."
     job, part_b = {k: v for k, v in cell.items() if v is not None}, cell["part"] == "B"
     if part_b and cell["arm"] == "standard": job["fixes"] = cell["method"] == "Margin·D"
     if part_b and cell["arm"] == "PARADE": job["keep"] = cell["method"] == "Margin·D" and cell["seed"] == keep_seed
@@ -607,8 +603,7 @@ def rule_c5(r1_drop: float, gap_increase: float) -> bool:
     return bool(r1_drop < gap_increase)
 
 def c5_implied_ratio(minority_share: float) -> float:
-    """With overall R@1 the query-weighted mean of the two groups (minority query share w), 'drop < gap increase' holds iff
-    the minority's R@1 loss exceeds (2 - w) / (1 - w) times the majority's: implied by a gap increase whenever the majority does not lose."""
+    "(2 - w) / (1 - w): C5 holds iff the minority's R@1 loss exceeds this times the majority's (minority query share w)."
     if not 0 < minority_share < 1: raise ValueError(f"minority_share must be in (0, 1), got {minority_share}")
     return (2 - minority_share) / (1 - minority_share)
 
@@ -646,8 +641,7 @@ def rule_c10(parade_r1, standard_r1, margin: float = C10_MARGIN) -> dict:
 # %% ../../nbs/papers/findml_parade.ipynb #34b3fe08
 @rule(passes=dict(outcomes={"a": True, "b": True}), fails=dict(outcomes={"a": True, "b": False}))
 def rule_every_comparison(outcomes: dict) -> tuple[bool | None, str | None]:
-    """One block's outcome when a claim needs every comparison to hold ({name: passed}): True when all pass, None when one
-    could not be computed, else False with the failing names (an intersection-union test: no multiplicity correction)."""
+    "Every comparison holds ({name: passed}; intersection-union): None when one is not computable, else False naming the failures."
     if not outcomes: return None, "no comparison"
     if any(v is None for v in outcomes.values()): return None, "not computable: " + ", ".join(k for k, v in outcomes.items() if v is None)
     bad = [k for k, v in outcomes.items() if not v]
@@ -665,9 +659,7 @@ def rule_c1_benches(benches: dict) -> tuple[bool, str | None]:
 @rule(passes=dict(p_adj={"a": 0.01}, loo={1: {"a": 0.02}, 2: {"a": 0.03}}),
       fails=dict(p_adj={"a": 0.01, "b": 0.2}, share=0.75))
 def rule_significant(p_adj: dict, loo: dict | None = None, share: float | None = None) -> tuple:
-    """C6a (share None: `rule_all_significant`) and C6b (`rule_share_significant` at `share`) on the Holm-adjusted p-values;
-    `loo` ({seed: the p-values with that training seed left out}) adds a note when dropping one seed changes the outcome
-    (reported, the outcome stands). Values: the outcome per left-out seed."""
+    "C6a (share None: all significant) or C6b (`share` of them) on Holm p-values; `loo` ({seed: p-values}) adds a fragility note."
     decide = (lambda p: rule_all_significant(p)) if share is None else (lambda p: rule_share_significant(p, share))
     ok, why = decide(p_adj)
     drops = {s: decide(p)[0] for s, p in (loo or {}).items()}
@@ -675,8 +667,7 @@ def rule_significant(p_adj: dict, loo: dict | None = None, share: float | None =
 
 @rule(passes=dict(outcomes={"a": True}), fails=dict(outcomes={"a": True, "b": False}, collapse=["PARADE collapsed"]))
 def rule_block(outcomes: dict, collapse=()) -> tuple[bool | None, str | None]:
-    """C7, C7-LFW, C8a-C8c in one replicate block: `rule_every_comparison`; when it does not hold, `collapse` (PARADE's own
-    retrieval collapsed on a benchmark: a finding that explains the outcome) comes first in the reason."""
+    "C7, C7-LFW, C8a-C8c in one block: `rule_every_comparison`; when it fails, PARADE's `collapse` findings lead the reason."
     ok, why = rule_every_comparison(outcomes)
     return ok, "; ".join([*collapse, why]) if why else None
 
@@ -689,8 +680,7 @@ def rule_c7m(diffs: dict, collapse: str | None = None) -> tuple[bool, str | None
 @rule(passes=dict(benches={"a": dict(parade_r1=[0.80, 0.79, 0.81], standard_r1=[0.85, 0.84, 0.85])}),
       fails=dict(benches={"a": dict(parade_r1=[0.82, 0.83, 0.82], standard_r1=[0.80, 0.80, 0.80])}))
 def rule_c10_benches(benches: dict) -> RuleResult:
-    """C10: `rule_c10` on every attribute benchmark ({bench: its keyword arguments}); None when one has no interval.
-    Values per benchmark: the mean overall R@1 of each arm and the lower bound."""
+    "C10: `rule_c10` on every attribute benchmark (None when one has no interval); values: each arm's mean R@1, the bound."
     res = {b: rule_c10(**kw) for b, kw in benches.items()}
     outs = [r["passed"] for r in res.values()]
     ok = None if None in outs else all(outs)
