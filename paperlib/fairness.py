@@ -21,7 +21,7 @@ __all__ = ['OVERALL', 'UPSTREAM', 'CLASSIFIERS', 'DOWNSTREAM', 'GAP_RULES', 'FRE
            'exponential_counts', 'pareto_counts', 'equal_mass_bins', 'frequency_groups', 'group_accuracy',
            'check_shares', 'draw_attribute', 'class_tilted_shares', 'oversample_groups', 'DomainIndependentLR',
            'attribute_probe', 'grad_reverse', 'xi_network', 'decorrelation', 'paired_difference', 'item_gap_values',
-           'item_gap_diff']
+           'item_gap_diff', 'control_per_class']
 
 # %% ../nbs/16_fairness.ipynb #8020f3a9
 OVERALL = "overall"
@@ -429,3 +429,18 @@ def item_gap_diff(y, groups, a, b, gap: dict, metric: str = "acc", labels=None, 
     lower = float(np.quantile(boot, 1 - level)) if len(boot) >= 0.9 * n_boot else float("nan")
     return dict(estimate=float(d[0]), lower=lower, margin=margin, level=level, n=len(y), n_boot=n_boot,
                 passed=None if not np.isfinite(lower) else bool(lower > margin))
+
+# %% ../nbs/16_fairness.ipynb #481391e0
+from .data import DataError
+
+def control_per_class(train_labels, cut: float = 0.9, share: float = 0.25) -> int:
+    "The control's images per class: the most that lets the majority classes take the images cut from the minority."
+    counts = np.bincount(pd.factorize(np.asarray(train_labels))[0])
+    C = len(counts); k = max(1, int(np.floor(C * share + 0.5)))
+    grow = 1 + cut * k / max(C - k, 1)
+    n = int(np.floor(counts.min() / grow))
+    if np.floor(n * (1 - cut) + 0.5 + 1e-9) < 1:
+        need = int(np.ceil(np.ceil(0.5 / (1 - cut) - 1e-9) * grow))
+        raise DataError(f"the smallest class has {counts.min()} training images: the control would keep {n} per class and "
+                        f"the cut classes none; the imbalance study needs at least {need} training images in every class")
+    return n

@@ -23,7 +23,8 @@ __all__ = ['LOSSES', 'CLASSIFICATION_LOSSES', 'LOSS_NAMES', 'MINERS', 'EXTRA_LOS
            'r_precision', 'precision_at_1', 'map_at_r_torch', 'random_map_at_r_draws', 'random_map_at_r', 'chance_r1',
            'knn_purity', 'recall_hits', 'recall_at_k', 'sklearn_kmeans', 'cluster_nmi', 'uniformity_kl',
            'k_center_greedy', 'prototype_distance', 'EmbeddingCNN', 'embed', 'multilabel_probe', 'majority_accuracy',
-           'batches', 'LossTerm', 'TrainResult', 'train_embedder', 'repeated_metrics', 'mean_std']
+           'batches', 'LossTerm', 'TrainResult', 'train_embedder', 'repeated_metrics', 'mean_std', 'mlp_backbone',
+           'cnn_backbone']
 
 # %% ../nbs/10_metric.ipynb #a3f8d71f
 LOSSES = dict(contrastive="ContrastiveLoss", triplet="TripletMarginLoss", multi_similarity="MultiSimilarityLoss",
@@ -325,11 +326,13 @@ class EmbeddingCNN(nn.Module):
     def forward(self, x): return F.normalize(self.embedder(self.trunk(x).flatten(1)), dim=1)
 
 @torch.no_grad()
-def embed(model: nn.Module, X, device="cpu", batch_size: int = 512) -> torch.Tensor:
-    "Embeddings of `X` (N x C x H x W) in eval mode, computed on `device` (the model is moved there), returned on the CPU."
+def embed(model: nn.Module, X, device="cpu", batch_size: int = 512, head: str | None = None) -> torch.Tensor:
+    """Embeddings of `X` (N x C x H x W) in eval mode, computed on `device` (the model is moved there), returned on the CPU;
+    `head` names another method or submodule of `model` to apply instead of `forward` (a second head, the trunk)."""
     model.to(device).eval()        # a model rebuilt from a state dict lives on the CPU: it would meet GPU inputs
+    f = model if head is None else getattr(model, head)
     X = _as_tensor(X)
-    return torch.cat([model(X[s:s + batch_size].to(device)).cpu() for s in range(0, len(X), batch_size)])
+    return torch.cat([f(X[s:s + batch_size].to(device)).cpu() for s in range(0, len(X), batch_size)])
 
 # %% ../nbs/10_metric.ipynb #b0a830cb
 def _binary_labels(Y, name: str) -> np.ndarray:
@@ -538,3 +541,16 @@ def mean_std(values) -> tuple[float, float]:
     "Mean and standard deviation (ddof = 1; 0 for a single value)."
     v = np.asarray(values, dtype=float)
     return float(v.mean()), float(v.std(ddof=1)) if len(v) > 1 else 0.0
+
+# %% ../nbs/10_metric.ipynb #9c0a100b
+def mlp_backbone(in_dim: int = 64, hidden=(256, 128)) -> nn.Module:
+    "A multilayer-perceptron trunk: Linear-ReLU layers of widths `hidden` (output: hidden[-1])."
+    layers, c = [], in_dim
+    for h in hidden: layers += [nn.Linear(c, h), nn.ReLU()]; c = h
+    return nn.Sequential(*layers)
+
+def cnn_backbone(widths=(32, 64, 128), in_ch: int = 3) -> nn.Module:
+    "A small convolutional trunk for images: conv3x3-BN-ReLU-maxpool blocks, then global average pooling (output: widths[-1])."
+    layers, c = [], in_ch
+    for w in widths: layers += [nn.Conv2d(c, w, 3, padding=1), nn.BatchNorm2d(w), nn.ReLU(), nn.MaxPool2d(2)]; c = w
+    return nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten())

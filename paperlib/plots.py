@@ -13,7 +13,8 @@ import matplotlib.pyplot as plt
 import seaborn as sns
 
 # %% auto #0
-__all__ = ['GROUP_COLORS', 'group_palette', 'kde_by_group', 'bars_with_ci', 'panel_grid', 'box_diagram', 'bars_with_stars']
+__all__ = ['GROUP_COLORS', 'group_palette', 'kde_by_group', 'bars_with_ci', 'panel_grid', 'box_diagram', 'bars_with_stars',
+           'tsne_sample']
 
 # %% ../nbs/04_plots.ipynb #31992e9e
 _CB = sns.color_palette("colorblind").as_hex()
@@ -141,3 +142,13 @@ def bars_with_stars(df: pd.DataFrame, group: str, method: str, value: str, pairs
     if title is not None: ax.set_title(title)
     ax.legend(frameon=False, fontsize=8)
     return ax
+
+# %% ../nbs/04_plots.ipynb #d70eb59a
+def tsne_sample(groups, n: int, seed: int = 0, keep_small: int = 30) -> np.ndarray:
+    "Indices of a subsample of about n points that keeps every point of groups with at most `keep_small` members."
+    groups = np.asarray(groups).astype(str)
+    rng = np.random.default_rng([seed, 61])
+    small = np.isin(groups, [g for g, c in zip(*np.unique(groups, return_counts=True)) if c <= keep_small])
+    rest = np.flatnonzero(~small)
+    take = rng.choice(rest, size=min(len(rest), max(0, n - small.sum())), replace=False)
+    return np.sort(np.r_[np.flatnonzero(small), take])

@@ -19,7 +19,7 @@ __all__ = ['REPRODUCED', 'NOT_REPRODUCED', 'INCONCLUSIVE', 'NOT_CHECKABLE', 'INF
            'to_jsonable', 'write_json', 'escape_md', 'Gate', 'Claim', 'Artefact', 'decide_verdict', 'verdict_counts',
            'tested_line', 'rule_outcome', 'RuleResult', 'rule', 'as_result', 'check_rule', 'rule_path', 'apply_rule',
            'format_value', 'is_interval', 'unlabelled', 'format_number', 'Value', 'value_text', 'palette_png', 'Report',
-           'claim_values']
+           'claim_values', 'mean_sd', 'pick', 'rule_all_significant', 'rule_share_significant']
 
 # %% ../nbs/05_report.ipynb #0fa7fea9
 def artefact_name(label: str) -> str:
@@ -680,3 +680,26 @@ def claim_values(id: str, ours, cell: int | None = None, limit: int = 40) -> dic
             for k, x in v.items(): walk(x, f"{name}_{_slug(k)}" if _slug(k) else name, depth + 1)
     walk(ours, f"ours_{_slug(id)}", 0)
     return out
+
+# %% ../nbs/05_report.ipynb #1d7a409e
+def mean_sd(values) -> str:
+    "'mean ± sd' (ddof = 1) to three decimals; 'mean' alone for one value; '' for none."
+    v = np.asarray(pd.Series(values, dtype=float).dropna())
+    if len(v) == 0: return ""
+    return f"{v.mean():.3f}" if len(v) == 1 else f"{v.mean():.3f} ± {v.std(ddof=1):.3f}"
+
+def pick(df: pd.DataFrame, **eq) -> pd.DataFrame:
+    "The rows of `df` whose columns equal the given values."
+    m = np.ones(len(df), bool)
+    for k, v in eq.items(): m &= (df[k] == v).to_numpy()
+    return df[m]
+
+# %% ../nbs/05_report.ipynb #39a66821
+def rule_all_significant(p_adj: dict, alpha: float = 0.05) -> tuple[bool, str | None]:
+    "Every corrected p-value is below alpha."
+    return rule_outcome([f"{k}: p_adj {v:.3g}" for k, v in p_adj.items() if not v < alpha] + ([] if p_adj else ["no test"]))
+
+def rule_share_significant(p_adj: dict, share: float = 0.75, alpha: float = 0.05) -> tuple[bool, str | None]:
+    "At least `share` of the corrected p-values are below alpha."
+    ok = sum(v < alpha for v in p_adj.values())
+    return rule_outcome([] if p_adj and ok >= share * len(p_adj) else [f"{ok} of {len(p_adj)} significant (need {share:.0%})"])

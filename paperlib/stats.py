@@ -19,7 +19,7 @@ __all__ = ['CORRECTIONS', 'PAIRED_TESTS', 'ALTERNATIVES', 'P_CONVENTIONS', 'CI_D
            'trend_test', 'paired_table', 'weat_association', 'wefat_score', 'weat_effect_size', 'random_subsets',
            'all_subsets', 'permutation_p', 'partition_test', 'weat_test', 'critical_value', 'mean_ci', 'topk_threshold',
            'topk_share_threshold', 'delong', 'auc_ci', 'delong_test', 'auc_diff_bootstrap', 'stars', 'anova_tukey',
-           'check_margin', 'beats', 'not_worse', 'equivalent']
+           'check_margin', 'beats', 'not_worse', 'equivalent', 'leave_one_seed_out', 'fragile']
 
 # %% ../nbs/02_stats.ipynb #cc17ceb0
 CORRECTIONS = {"sidak": "sidak", "holm": "holm", "bonferroni": "bonferroni", "bh": "fdr_bh", "none": None}
@@ -495,3 +495,23 @@ def equivalent(a, b, margin: float, alpha: float = 0.05) -> dict:
     if not np.any(a - b): p = 0.0                    # identical arms: inside any margin (statsmodels divides by sd = 0)
     else: p = float(ttost_paired(a, b, -margin, margin)[0])
     return dict(rule=f"TOST within ±{margin:g}", estimate=float((a - b).mean()), p=p, margin=margin, n=a.size, passed=bool(p < alpha))
+
+# %% ../nbs/02_stats.ipynb #1fd12caf
+def leave_one_seed_out(families: list, seeds, decide, alternative: str = "greater") -> dict:
+    "{seed: decide(Holm-corrected p-values of every family (name, x, y) with that seed's pair left out)}; arrays in seed order."
+    out = {}
+    for k, s in enumerate(seeds):
+        p = {}
+        for name, x, y in families:
+            fam = paired_family({i: np.delete(np.asarray(v, float), k) for i, v in x.items()},
+                                {i: np.delete(np.asarray(v, float), k) for i, v in y.items()}, alternative)
+            p.update({f"{name} {i}": v for i, v in zip(x, fam.p_adj)})
+        out[s] = decide(p)
+    return out
+
+def fragile(full, loo: dict) -> str | None:
+    "A note when leaving one training seed out changes the rule's outcome (None when it never does)."
+    flips = [s for s, v in loo.items() if v != full]
+    if full is None or not flips: return None
+    return (f"fragile: the rule {'fails' if full else 'holds'} when training seed {' or '.join(map(str, flips))} is left out, "
+            "so the verdict can change between run seeds")

@@ -20,7 +20,9 @@ from .datasets import check_snapshot
 __all__ = ['T5_STSB', 'MINILM_PARAMS', 'minilm_path', 'load_minilm', 'load_wordpiece', 'wordpieces', 'is_single_piece',
            'word_span', 'piece_index', 'contextual_embeddings', 'load_seq2seq', 'parse_score', 'seq2seq_scores',
            'text_key', 'EmbeddingCache', 'LazyEncoder', 'wordpiece_sets', 'jaccard_matrix', 'idf', 'top_idf', 'f1_pos',
-           'f1_threshold_search', 'snapshot_steps', 'SnapshotTrainer', 'cooccurrence', 'ppmi', 'ppmi_svd_vectors']
+           'f1_threshold_search', 'snapshot_steps', 'SnapshotTrainer', 'cooccurrence', 'ppmi', 'ppmi_svd_vectors',
+           'fit_linear', 'piece_ids', 'compact_ids', 'KimCNN', 'BiLSTM', 'textrank', 'kmeans_centroids', 'longest',
+           'top_k']
 
 # %% ../nbs/18_text.ipynb #3b549c65
 def minilm_path() -> Path:
@@ -335,3 +337,79 @@ def ppmi_svd_vectors(sentences, dim: int = 100, window: int = 5, min_count: int 
     top = np.argsort(-S)[:dim]
     X = U[:, top] * np.sqrt(S[top])
     return vocab, X * np.sign(X[np.abs(X).argmax(0), np.arange(dim)])
+
+# %% ../nbs/18_text.ipynb #a7aaacaf
+import torch
+from torch import nn
+
+def fit_linear(kind: str, texts, y, evals: dict) -> dict:
+    "LR or SVM on TF-IDF 1-2-grams (balanced), the threshold chosen by training F1; F1 on each set of `evals`."
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.svm import LinearSVC
+    vec = TfidfVectorizer(ngram_range=(1, 2), min_df=1, sublinear_tf=True)
+    Xtr = vec.fit_transform(texts)
+    clf = (LogisticRegression(max_iter=2000, class_weight="balanced") if kind == "LR"
+           else LinearSVC(class_weight="balanced")).fit(Xtr, y)
+    t, _ = f1_threshold_search(clf.decision_function(Xtr), y)
+    out = {}
+    for k, (tx, ty) in evals.items():
+        s = clf.decision_function(vec.transform(tx)); out[k] = f1_pos(ty, s >= t); out[f"scores_{k}"] = s
+    return out
+
+def piece_ids(texts, tok, max_len: int = 32) -> torch.Tensor:
+    "WordPiece ids (no specials), cut or zero-padded to `max_len`."
+    ids = np.zeros((len(texts), max_len), dtype=np.int64)
+    for i, e in enumerate(tok.encode_batch([str(t) for t in texts], add_special_tokens=False)):
+        x = e.ids[:max_len]; ids[i, :len(x)] = x
+    return torch.as_tensor(ids)
+
+def compact_ids(train_ids, *others) -> tuple:
+    "Renumber WordPiece ids to those seen in `train_ids` (0 stays padding; unseen ids share one index): smaller embeddings train faster."
+    uniq = torch.unique(train_ids)
+    if uniq[0] != 0: uniq = torch.cat([torch.zeros(1, dtype=uniq.dtype), uniq])
+    remap = torch.full((int(max(train_ids.max(), *(o.max() for o in others))) + 1,), len(uniq), dtype=torch.long)
+    remap[uniq] = torch.arange(len(uniq))
+    return (len(uniq) + 1, remap[train_ids], *(remap[o] for o in others))
+
+class KimCNN(nn.Module):
+    "Embeddings -> Conv1d of widths 3/4/5 -> max over time -> dropout -> 2 logits."
+    def __init__(self, vocab: int, d: int = 64, n: int = 64, widths=(3, 4, 5)):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, d, padding_idx=0)
+        self.convs = nn.ModuleList(nn.Conv1d(d, n, w, padding=w - 1) for w in widths)
+        self.out = nn.Sequential(nn.Dropout(0.3), nn.Linear(n * len(widths), 2))
+    def forward(self, x):
+        e = self.emb(x).transpose(1, 2)
+        return self.out(torch.cat([torch.relu(c(e)).max(-1).values for c in self.convs], -1))
+
+class BiLSTM(nn.Module):
+    "Embeddings -> 1-layer bidirectional LSTM (64) -> mean of the non-pad states -> 2 logits."
+    def __init__(self, vocab: int, d: int = 64, h: int = 64):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, d, padding_idx=0)
+        self.lstm = nn.LSTM(d, h, batch_first=True, bidirectional=True)
+        self.out = nn.Linear(2 * h, 2)
+    def forward(self, x):
+        m = (x > 0).float().unsqueeze(-1)
+        hs, _ = self.lstm(self.emb(x))
+        return self.out((hs * m).sum(1) / m.sum(1).clamp(min=1))
+
+# %% ../nbs/18_text.ipynb #992498be
+def textrank(texts, tok, k: int) -> list[int]:
+    "Indices of the k sentences of highest PageRank on the Jaccard-similarity graph."
+    import networkx as nx
+    A = wordpiece_sets(texts, tok); J = jaccard_matrix(A, A); np.fill_diagonal(J, 0)
+    pr = nx.pagerank(nx.from_numpy_array(J), weight="weight")
+    return sorted(pr, key=lambda i: (-pr[i], i))[:k]
+
+def kmeans_centroids(E, k: int, seed: int) -> list[int]:
+    "Indices of the sentences nearest each of k K-means centroids of the vectors E."
+    from sklearn.cluster import KMeans
+    km = KMeans(min(k, len(E)), n_init=4, random_state=seed).fit(E)
+    d = ((E[:, None, :] - km.cluster_centers_[None]) ** 2).sum(-1)
+    return list(dict.fromkeys(int(i) for i in d.argmin(0)))
+
+def longest(texts, k: int) -> list[int]: return list(np.argsort([-len(str(t)) for t in texts], kind="stable")[:k])
+
+def top_k(scores, k: int) -> list[int]: return list(np.argsort(-np.asarray(scores), kind="stable")[:k])

@@ -19,14 +19,14 @@ from ..datasets import (Dataset, register_dataset, read_cub, read_cars, cub_home
                                split_within_classes, subsample_classes)
 from ..images import load_images, ResNet50, load_resnet50, image_input, crop_flip
 from ..metric import (DML_LOSS_NAMES, check_dml_loss, make_dml_loss, make_dml_miner, train_embedder, LossTerm, embed,
-                             batches, mean_std, recall_hits, chance_r1, knn_purity)
+                             batches, mean_std, recall_hits, chance_r1, knn_purity, mlp_backbone, cnn_backbone)
 from ..fairness import (OVERALL, subgroup_upstream, subgroup_downstream, subgroup_alignment, subgroup_gap,
                                worst_group, fit_predict, CLASSIFIERS, imbalanced_counts, ratio_counts, take_counts,
                                check_shares, draw_attribute, class_tilted_shares, oversample_groups,
-                               DomainIndependentLR, attribute_probe, xi_network, decorrelation, paired_difference,
+                               DomainIndependentLR, attribute_probe, xi_network, decorrelation, paired_difference, control_per_class,
                                item_gap_values, item_gap_diff, gap_rows)
-from ..stats import correct_pvalues, not_worse, paired_family, trend_test
-from ..report import rule_outcome, rule, RuleResult
+from ..stats import correct_pvalues, not_worse, paired_family, trend_test, leave_one_seed_out, fragile
+from ..report import rule_outcome, rule, RuleResult, mean_sd, pick, rule_all_significant, rule_share_significant
 
 # %% auto #0
 __all__ = ['METHODS', 'LOSS_PARAMS', 'MINER_PARAMS', 'LOSS_LR', 'GAP_RULE_CLASS', 'LFW_SHARES', 'CELEBA_SHARES', 'COLOUR_SHARES',
@@ -35,16 +35,14 @@ __all__ = ['METHODS', 'LOSS_PARAMS', 'MINER_PARAMS', 'LOSS_LR', 'GAP_RULE_CLASS'
            'PAPER_T1', 'PAPER_T2A', 'PAPER_T2B', 'PAPER_T6', 'PAPER_T7', 'PAPER_T8', 'PAPER_T9', 'PAPER_T10',
            'PAPER_T11', 'PAPER_T12', 'PAPER_T13', 'PAPER_T13_OVERALL', 'PAPER_T14', 'PAPER_T16', 'PAPER_T17',
            'PAPER_T18', 'PAPER_T19', 'PAPER_T20', 'PAPER_T21', 'PAPER_PREVALENCE', 'PAPER_PREVALENCE_NAMES',
-           'NOT_REDUCED_MARGIN', 'C10_MARGIN', 'method_spec', 'mlp_backbone', 'cnn_backbone', 'ParadeNet',
-           'ParadeResult', 'ParadeTerms', 'train_parade', 'thickness', 'thickness_taus', 'render', 'digits_halves',
-           'minority_classes', 'training_counts', 'make_attribute', 'render_attribute', 'ClassBench', 'AttrBench',
-           'digits_class_bench', 'digits_attr_bench', 'evaluate_model', 'embed_attribute', 'embed_features',
-           'class_groups', 'run_class_job', 'a_probe_backbone', 'run_attr_job', 'load_cub', 'table_files', 'load_cars',
-           'control_per_class', 'gap_for_present', 'real_model_fn', 'real_class_bench', 'real_attr_bench', 'make_jobs',
-           'cell_job', 'check_part_b_budget', 'published_tables', 'mean_sd', 'pick', 'tsne_sample', 'gate_learned',
-           'gate_control', 'gate_gap_exists', 'gate_sa_learned', 'leave_one_seed_out', 'fragile', 'rule_c1', 'rule_c4',
-           'rule_c4b', 'rule_c5', 'c5_implied_ratio', 'rule_all_significant', 'rule_share_significant',
-           'rule_direction', 'rule_not_reduced', 'rule_lenient', 'rule_probe_lower', 'rule_c10',
+           'NOT_REDUCED_MARGIN', 'C10_MARGIN', 'method_spec', 'ParadeNet', 'ParadeResult', 'ParadeTerms',
+           'train_parade', 'thickness', 'thickness_taus', 'render', 'digits_halves', 'minority_classes',
+           'training_counts', 'make_attribute', 'render_attribute', 'ClassBench', 'AttrBench', 'digits_class_bench',
+           'digits_attr_bench', 'evaluate_model', 'class_groups', 'run_class_job', 'a_probe_backbone', 'run_attr_job',
+           'load_cub', 'table_files', 'load_cars', 'gap_for_present', 'real_model_fn', 'real_class_bench',
+           'real_attr_bench', 'make_jobs', 'cell_job', 'check_part_b_budget', 'published_tables', 'gate_learned',
+           'gate_control', 'gate_gap_exists', 'gate_sa_learned', 'rule_c1', 'rule_c4', 'rule_c4b', 'rule_c5',
+           'c5_implied_ratio', 'rule_direction', 'rule_not_reduced', 'rule_lenient', 'rule_probe_lower', 'rule_c10',
            'rule_every_comparison', 'rule_c1_benches', 'rule_significant', 'rule_block', 'rule_c7m', 'rule_c10_benches']
 
 # %% ../../nbs/papers/findml_parade.ipynb #4b67cb6a
@@ -73,18 +71,6 @@ def method_spec(method: str, lr: float = 1e-3) -> dict:
                 miner_params=dict(MINER_PARAMS.get(m["miner"], {})), loss_lr=100 * lr if loss_lr is None else loss_lr)
 
 # %% ../../nbs/papers/findml_parade.ipynb #3728fb88
-def mlp_backbone(in_dim: int = 64, hidden=(256, 128)) -> nn.Module:
-    "psi for the 8x8 digits: Linear-ReLU layers."
-    layers, c = [], in_dim
-    for h in hidden: layers += [nn.Linear(c, h), nn.ReLU()]; c = h
-    return nn.Sequential(*layers)
-
-def cnn_backbone(widths=(32, 64, 128), in_ch: int = 3) -> nn.Module:
-    "psi for small real images: conv3x3-BN-ReLU-maxpool blocks, then global average pooling (output: widths[-1])."
-    layers, c = [], in_ch
-    for w in widths: layers += [nn.Conv2d(c, w, 3, padding=1), nn.BatchNorm2d(w), nn.ReLU(), nn.MaxPool2d(2)]; c = w
-    return nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten())
-
 class ParadeNet(nn.Module):
     "Backbone psi, class head f_targ and attribute head f_SA (linear, L2-normalised); forward gives phi_targ."
     def __init__(self, backbone: nn.Module, feat_dim: int, dim: int = 32, input_fn=None):
@@ -92,8 +78,7 @@ class ParadeNet(nn.Module):
         self.backbone, self.head_t, self.head_s, self.dim = backbone, nn.Linear(feat_dim, dim), nn.Linear(feat_dim, dim), dim
         self.input_fn = input_fn                   # e.g. uint8 images -> normalised floats
 
-    def features(self, x):
-        return self.backbone(self.input_fn(x) if self.input_fn is not None else x)
+    def features(self, x): return self.backbone(self.input_fn(x) if self.input_fn is not None else x)
 
     def both(self, x):
         "(phi_targ, phi_SA)"
@@ -189,8 +174,7 @@ def thickness(x: np.ndarray, tau: float, sigma: float = 0.6, width: float = 0.25
     return np.clip((y - tau) / width, 0, 1)
 
 def thickness_taus(shift: float = 0.0) -> dict:
-    """The soft-threshold level of each CelebA-like thickness level: THICKNESS_TAU with levels IV-VI lowered by `shift`
-    (drawn thicker, so harder to read), floored at 0.01; `shift` 0 is the ladder the notebook started with."""
+    "The soft threshold of each CelebA-like level: THICKNESS_TAU with IV-VI lowered by `shift` (thicker), floored at 0.01."
     if not isinstance(shift, (int, float)) or not np.isfinite(shift) or not 0 <= shift <= 0.25:
         raise ValueError(f"thick_shift: {shift!r}; allowed: a number from 0 to 0.25 (how much lower levels IV-VI's threshold is)")
     return {k: (max(t - shift, 0.01) if k in ("IV", "V", "VI") else t) for k, t in THICKNESS_TAU.items()}
@@ -322,8 +306,7 @@ def _long(df: pd.DataFrame, stage: str, metrics) -> list:
 
 def evaluate_model(model, X_test, y_test, g_test, X_fit, y_fit, g_fit, *, labels, classifiers=CLASSIFIERS, seed: int = 0,
                    order=None, fixes: bool = False, a_fit=None, a_test=None, device="cpu", keep: bool = False) -> dict:
-    """Per-subgroup upstream and downstream values (long rows), the attribute probe, the per-item test outcomes (`items`:
-    labels, groups, R@1 hits and each classifier's predictions, for the per-block item tests) and, with `keep`, the test embeddings."""
+    "Per-subgroup values (long rows), the attribute probe, the per-item test outcomes (`items`) and, with `keep`, the test embeddings."
     E_te, E_fit = embed(model, X_test, device).numpy(), embed(model, X_fit, device).numpy()
     items = dict(y=np.asarray(y_test), g=np.asarray(g_test, dtype=object), hits=recall_hits(E_te, y_test), pred={})
     rows = _long(subgroup_upstream(E_te, y_test, g_test, order=order, seed=seed), "up", ("R@1", "NMI", "U_KL"))
@@ -339,21 +322,6 @@ def evaluate_model(model, X_test, y_test, g_test, X_fit, y_fit, g_fit, *, labels
         rows += _long(subgroup_downstream(y_test, fit_predict("LR", E_fit, y_fit, E_te, seed, os_idx), g_test, labels, order), "OS", ds)
     probe = attribute_probe(E_fit, a_fit, E_te, a_test, seed) if a_fit is not None else np.nan
     return dict(rows=rows, probe=probe, items=items, E_test=E_te, E_fit=E_fit if keep else None)
-
-@torch.no_grad()
-def _embed_with(model: ParadeNet, head, X, device="cpu", batch_size: int = 512) -> np.ndarray:
-    "`head` (a method of `model`) applied to X in batches, in eval mode."
-    model.eval()
-    X = X if torch.is_tensor(X) else torch.as_tensor(np.asarray(X))
-    return torch.cat([head(X[s:s + batch_size].float().to(device)).cpu() for s in range(0, len(X), batch_size)]).numpy()
-
-def embed_attribute(model: ParadeNet, X, device="cpu", batch_size: int = 512) -> np.ndarray:
-    "The attribute embeddings phi_SA of X (eval mode)."
-    return _embed_with(model, model.attribute, X, device, batch_size)
-
-def embed_features(model: ParadeNet, X, device="cpu", batch_size: int = 512) -> np.ndarray:
-    "The shared backbone's features psi(X) (eval mode): what both heads read."
-    return _embed_with(model, model.features, X, device, batch_size)
 
 def class_groups(y, minority) -> np.ndarray:
     "'minority' for the cut classes, 'majority' for the rest."
@@ -405,12 +373,12 @@ def run_attr_job(bench: AttrBench, job: dict, cfg: dict) -> dict:
     perm_gap = subgroup_gap({g: hits[a_perm == g].mean() for g in bench.values if (a_perm == g).any()}, **bench.gap)
     out = dict(key=key, rows=[{**key, **r} for r in ev["rows"]], items=ev["items"], probe=ev["probe"], perm_gap=perm_gap, history=res.history,
                seconds=time.perf_counter() - t0, train_seconds=t_train, E_test=ev["E_test"] if job.get("keep") else None)
+    emb = lambda X, head: embed(res.model, X, cfg["device"], head=head).numpy()      # psi ("features") or phi_SA ("attribute")
     if res.xi is None and a_probe_backbone(job):      # the shared backbone of the baseline: does it carry the attribute? (gate sa_*)
-        out["probe_psi"] = attribute_probe(embed_features(res.model, bench.X_tr, cfg["device"]), bench.a_tr,
-                                           embed_features(res.model, bench.X_te, cfg["device"]), bench.a_te, s)
+        out["probe_psi"] = attribute_probe(emb(bench.X_tr, "features"), bench.a_tr, emb(bench.X_te, "features"), bench.a_te, s)
     if res.xi is not None:
-        E_sa = embed_attribute(res.model, bench.X_te, cfg["device"])
-        out["probe_sa"] = attribute_probe(embed_attribute(res.model, bench.X_tr, cfg["device"]), bench.a_tr, E_sa, bench.a_te, s)
+        E_sa = emb(bench.X_te, "attribute")
+        out["probe_sa"] = attribute_probe(emb(bench.X_tr, "attribute"), bench.a_tr, E_sa, bench.a_te, s)
         if job.get("keep"): out["E_sa"] = E_sa
     return out
 
@@ -475,19 +443,6 @@ def _weights_present(folder):
 # the folder only this paper reads; `paperlib list --data-root` judges it (and the library's datasets) once
 WEIGHTS = register_dataset(Dataset(WEIGHTS_FOLDER, "torchvision's ResNet-50 ImageNet weights (resnet50.pth)", check=_weights_present))
 DATASETS = (*FOLDERS.values(), WEIGHTS_FOLDER)
-
-# %% ../../nbs/papers/findml_parade.ipynb #481391e0
-def control_per_class(train_labels, cut: float = 0.9, share: float = 0.25) -> int:
-    "The control's images per class: the most that lets the majority classes take the images cut from the minority."
-    counts = np.bincount(pd.factorize(np.asarray(train_labels))[0])
-    C = len(counts); k = max(1, int(np.floor(C * share + 0.5)))
-    grow = 1 + cut * k / max(C - k, 1)
-    n = int(np.floor(counts.min() / grow))
-    if np.floor(n * (1 - cut) + 0.5 + 1e-9) < 1:
-        need = int(np.ceil(np.ceil(0.5 / (1 - cut) - 1e-9) * grow))
-        raise DataError(f"the smallest class has {counts.min()} training images: the control would keep {n} per class and "
-                        f"the cut classes none; the imbalance study needs at least {need} training images in every class")
-    return n
 
 # %% ../../nbs/papers/findml_parade.ipynb #d716a538
 def gap_for_present(gap: dict, present, name: str = "") -> dict:
@@ -560,8 +515,7 @@ def make_jobs(class_names, attr_names, methods, seeds_a, sweep_methods, sweep_le
     return jobs
 
 def cell_job(cell: dict, keep_seed: int) -> dict:
-    """The job dict the trainers read, from one cell: its axes that apply, plus DI and oversampling for part B's standard
-    Margin·D, the kept embeddings (t-SNE) for part B's PARADE Margin·D at `keep_seed`, and LR alone for the Fig. 12 grid."""
+    "The trainers' job of one cell: its axes, plus part B's fixes (DI, OS), kept embeddings (at `keep_seed`) and the grid's LR."
     job, part_b = {k: v for k, v in cell.items() if v is not None}, cell["part"] == "B"
     if part_b and cell["arm"] == "standard": job["fixes"] = cell["method"] == "Margin·D"
     if part_b and cell["arm"] == "PARADE": job["keep"] = cell["method"] == "Margin·D" and cell["seed"] == keep_seed
@@ -592,29 +546,6 @@ PAPER_PREVALENCE = {"colour-like": _CUB_PCT, "CelebA-like": _CELEBA_PCT, "LFW-li
                     "CUB200 colour": _CUB_PCT, "CelebA": _CELEBA_PCT, "LFW": _LFW_PCT}         # Tables 3-5: train shares (%)
 PAPER_PREVALENCE_NAMES = {"LFW-like": dict(plain="White", thick="Asian", faint="Black", inverted="Indian")}
 
-# %% ../../nbs/papers/findml_parade.ipynb #1d7a409e
-def mean_sd(values) -> str:
-    "'mean ± sd' (ddof = 1) to three decimals; 'mean' alone for one value; '' for none."
-    v = np.asarray(pd.Series(values, dtype=float).dropna())
-    if len(v) == 0: return ""
-    return f"{v.mean():.3f}" if len(v) == 1 else f"{v.mean():.3f} ± {v.std(ddof=1):.3f}"
-
-def pick(df: pd.DataFrame, **eq) -> pd.DataFrame:
-    "The rows of `df` whose columns equal the given values."
-    m = np.ones(len(df), bool)
-    for k, v in eq.items(): m &= (df[k] == v).to_numpy()
-    return df[m]
-
-# %% ../../nbs/papers/findml_parade.ipynb #d70eb59a
-def tsne_sample(groups, n: int, seed: int = 0, keep_small: int = 30) -> np.ndarray:
-    "Indices of a subsample of about n points that keeps every point of groups with at most `keep_small` members."
-    groups = np.asarray(groups).astype(str)
-    rng = np.random.default_rng([seed, 61])
-    small = np.isin(groups, [g for g, c in zip(*np.unique(groups, return_counts=True)) if c <= keep_small])
-    rest = np.flatnonzero(~small)
-    take = rng.choice(rest, size=min(len(rest), max(0, n - small.sum())), replace=False)
-    return np.sort(np.r_[np.flatnonzero(small), take])
-
 # %% ../../nbs/papers/findml_parade.ipynb #12cb94ed
 def gate_learned(r1, chance: float, k: float = 5.0) -> bool:
     "Every R@1 is at least k times the chance level."
@@ -634,25 +565,6 @@ def gate_sa_learned(probe_sa, n_values: int, k: float = 2.0) -> bool:
     "The attribute embedding lets a linear probe read the attribute at k times chance (balanced accuracy), on average."
     p = np.asarray(probe_sa, dtype=float)
     return bool(len(p) > 0 and np.nanmean(p) >= k / n_values)
-
-def leave_one_seed_out(families: list, seeds, decide, alternative: str = "greater") -> dict:
-    "{seed: decide(Holm-corrected p-values of every family (name, x, y) with that seed's pair left out)}; arrays in seed order."
-    out = {}
-    for k, s in enumerate(seeds):
-        p = {}
-        for name, x, y in families:
-            fam = paired_family({i: np.delete(np.asarray(v, float), k) for i, v in x.items()},
-                                {i: np.delete(np.asarray(v, float), k) for i, v in y.items()}, alternative)
-            p.update({f"{name} {i}": v for i, v in zip(x, fam.p_adj)})
-        out[s] = decide(p)
-    return out
-
-def fragile(full, loo: dict) -> str | None:
-    "A note when leaving one training seed out changes the rule's outcome (None when it never does)."
-    flips = [s for s, v in loo.items() if v != full]
-    if full is None or not flips: return None
-    return (f"fragile: the rule {'fails' if full else 'holds'} when training seed {' or '.join(map(str, flips))} is left out, "
-            "so the verdict can change between run seeds")
 
 @rule(passes=dict(p_r1=dict(a=0.01), p_nmi=dict(a=0.01), imb_r1_mean=0.2, bal_r1_mean=0.01),
       fails=dict(p_r1=dict(a=0.01), p_nmi=dict(a=0.01), imb_r1_mean=0.04, bal_r1_mean=0.01))
@@ -691,19 +603,9 @@ def rule_c5(r1_drop: float, gap_increase: float) -> bool:
     return bool(r1_drop < gap_increase)
 
 def c5_implied_ratio(minority_share: float) -> float:
-    """With overall R@1 the query-weighted mean of the two groups (minority query share w), 'drop < gap increase' holds iff
-    the minority's R@1 loss exceeds (2 - w) / (1 - w) times the majority's: implied by a gap increase whenever the majority does not lose."""
+    "(2 - w) / (1 - w): C5 holds iff the minority's R@1 loss exceeds this times the majority's (minority query share w)."
     if not 0 < minority_share < 1: raise ValueError(f"minority_share must be in (0, 1), got {minority_share}")
     return (2 - minority_share) / (1 - minority_share)
-
-def rule_all_significant(p_adj: dict, alpha: float = 0.05) -> tuple[bool, str | None]:
-    "Every corrected p-value is below alpha."
-    return rule_outcome([f"{k}: p_adj {v:.3g}" for k, v in p_adj.items() if not v < alpha] + ([] if p_adj else ["no test"]))
-
-def rule_share_significant(p_adj: dict, share: float = 0.75, alpha: float = 0.05) -> tuple[bool, str | None]:
-    "At least `share` of the corrected p-values are below alpha."
-    ok = sum(v < alpha for v in p_adj.values())
-    return rule_outcome([] if p_adj and ok >= share * len(p_adj) else [f"{ok} of {len(p_adj)} significant (need {share:.0%})"])
 
 NOT_REDUCED_MARGIN = 0.02   # C7-LFW: "does not reduce the gap" tolerates a reduction below the paper's balanced-gap size
 C10_MARGIN = 0.01           # C10: "PARADE costs utility" tolerates an R@1 gain below 0.01 (fixed with the first version of C10)
@@ -739,8 +641,7 @@ def rule_c10(parade_r1, standard_r1, margin: float = C10_MARGIN) -> dict:
 # %% ../../nbs/papers/findml_parade.ipynb #34b3fe08
 @rule(passes=dict(outcomes={"a": True, "b": True}), fails=dict(outcomes={"a": True, "b": False}))
 def rule_every_comparison(outcomes: dict) -> tuple[bool | None, str | None]:
-    """One block's outcome when a claim needs every comparison to hold ({name: passed}): True when all pass, None when one
-    could not be computed, else False with the failing names (an intersection-union test: no multiplicity correction)."""
+    "Every comparison holds ({name: passed}; intersection-union): None when one is not computable, else False naming the failures."
     if not outcomes: return None, "no comparison"
     if any(v is None for v in outcomes.values()): return None, "not computable: " + ", ".join(k for k, v in outcomes.items() if v is None)
     bad = [k for k, v in outcomes.items() if not v]
@@ -758,9 +659,7 @@ def rule_c1_benches(benches: dict) -> tuple[bool, str | None]:
 @rule(passes=dict(p_adj={"a": 0.01}, loo={1: {"a": 0.02}, 2: {"a": 0.03}}),
       fails=dict(p_adj={"a": 0.01, "b": 0.2}, share=0.75))
 def rule_significant(p_adj: dict, loo: dict | None = None, share: float | None = None) -> tuple:
-    """C6a (share None: `rule_all_significant`) and C6b (`rule_share_significant` at `share`) on the Holm-adjusted p-values;
-    `loo` ({seed: the p-values with that training seed left out}) adds a note when dropping one seed changes the outcome
-    (reported, the outcome stands). Values: the outcome per left-out seed."""
+    "C6a (share None: all significant) or C6b (`share` of them) on Holm p-values; `loo` ({seed: p-values}) adds a fragility note."
     decide = (lambda p: rule_all_significant(p)) if share is None else (lambda p: rule_share_significant(p, share))
     ok, why = decide(p_adj)
     drops = {s: decide(p)[0] for s, p in (loo or {}).items()}
@@ -768,8 +667,7 @@ def rule_significant(p_adj: dict, loo: dict | None = None, share: float | None =
 
 @rule(passes=dict(outcomes={"a": True}), fails=dict(outcomes={"a": True, "b": False}, collapse=["PARADE collapsed"]))
 def rule_block(outcomes: dict, collapse=()) -> tuple[bool | None, str | None]:
-    """C7, C7-LFW, C8a-C8c in one replicate block: `rule_every_comparison`; when it does not hold, `collapse` (PARADE's own
-    retrieval collapsed on a benchmark: a finding that explains the outcome) comes first in the reason."""
+    "C7, C7-LFW, C8a-C8c in one block: `rule_every_comparison`; when it fails, PARADE's `collapse` findings lead the reason."
     ok, why = rule_every_comparison(outcomes)
     return ok, "; ".join([*collapse, why]) if why else None
 
@@ -782,8 +680,7 @@ def rule_c7m(diffs: dict, collapse: str | None = None) -> tuple[bool, str | None
 @rule(passes=dict(benches={"a": dict(parade_r1=[0.80, 0.79, 0.81], standard_r1=[0.85, 0.84, 0.85])}),
       fails=dict(benches={"a": dict(parade_r1=[0.82, 0.83, 0.82], standard_r1=[0.80, 0.80, 0.80])}))
 def rule_c10_benches(benches: dict) -> RuleResult:
-    """C10: `rule_c10` on every attribute benchmark ({bench: its keyword arguments}); None when one has no interval.
-    Values per benchmark: the mean overall R@1 of each arm and the lower bound."""
+    "C10: `rule_c10` on every attribute benchmark (None when one has no interval); values: each arm's mean R@1, the bound."
     res = {b: rule_c10(**kw) for b, kw in benches.items()}
     outs = [r["passed"] for r in res.values()]
     ok = None if None in outs else all(outs)
