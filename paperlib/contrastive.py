@@ -19,7 +19,7 @@ from .metric import embed
 __all__ = ['REDUCTIONS', 'CONTRASTIVE_LOSSES', 'RGB_PRESETS', 'OPTIMIZERS', 'SCHEDULES', 'view_labels', 'other_view',
            'positives_mask', 'negatives_mask', 'supcon_loss', 'simclr_loss', 'attract_loss', 'repel_loss',
            'check_alpha', 'spread_loss', 'check_contrastive_loss', 'contrastive_loss', 'ecle', 'augment', 'two_views',
-           'rgb_preset', 'rgb_view', 'rgb_two_views', 'ContrastiveCNN', 'ContrastiveRun', 'make_optimizer',
+           'rgb_preset', 'rgb_view', 'rgb_two_views', 'ContrastiveCNN', 'make_optimizer', 'ContrastiveRun',
            'train_contrastive', 'head_predict', 'linear_probe', 'intra_class_cosine', 'centre_similarity',
            'stratum_geometry']
 
@@ -334,12 +334,6 @@ class ContrastiveCNN(nn.Module):
     def logits(self, x): return self.head(self(x))
 
 # %% ../nbs/14_contrastive.ipynb #5ce291ef
-@dataclass
-class ContrastiveRun:
-    "A trained encoder and its loss history (one row every `log_every` steps)."
-    model: nn.Module
-    history: pd.DataFrame
-
 OPTIMIZERS = ("adam", "adamw")
 SCHEDULES = (None, "cosine")
 
@@ -350,6 +344,13 @@ def make_optimizer(params, optimizer: str = "adam", lr: float = 1e-3, weight_dec
     if weight_decay < 0: raise ValueError(f"weight_decay must be >= 0, got {weight_decay!r}")
     opt = dict(adam=torch.optim.Adam, adamw=torch.optim.AdamW)[optimizer](params, lr=lr, weight_decay=weight_decay)
     return opt, torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps) if schedule == "cosine" else None
+
+# %% ../nbs/14_contrastive.ipynb #0b783b2a
+@dataclass
+class ContrastiveRun:
+    "A trained encoder and its loss history (one row every `log_every` steps)."
+    model: nn.Module
+    history: pd.DataFrame
 
 def _check_train_args(loss, alpha, views, augment_params):
     "The spread loss's alpha (None for the others), after checking `loss`, `alpha` and the views' arguments."
@@ -375,7 +376,6 @@ def _step_losses(model, out, yb, lab, loss, tau, alpha, ce_weight, relabel, gen,
     l_ce = F.cross_entropy(model.head(z[keep]), lab[keep]) if ce_weight and keep.any() else torch.zeros((), device=device)
     return l_con, l_ce
 
-# %% ../nbs/14_contrastive.ipynb #0ad3cf3f
 def train_contrastive(model, X, y, *, loss="spread", tau: float = 0.5, alpha: float | None = None, steps: int = 300,
                       batch_size: int = 256, lr: float = 1e-3, y_ce=None, ce_weight: float = 1.0, augment_params: dict | None = None,
                       views=None, optimizer: str = "adam", weight_decay: float = 0.0, schedule=None, relabel=None, seed: int = 0,

@@ -31,7 +31,7 @@ __all__ = ['REGISTRY', 'DAGM_FOLDER', 'PCB_FOLDER', 'PLAIN_FOLDER', 'DAGM_CLASSE
            'LFW_TINY_RACES', 'LFW_BREAKAGES', 'LFW', 'IMNET_FOLDER', 'IMNET_SPLITS_FOLDER', 'PLACES_FOLDER',
            'IMNET_IN100_KEYS', 'IMAGENET_LT_LISTS', 'IMNET_TINY_WNIDS', 'IMNET_TINY_RGB', 'PLACES_TINY_SCENES',
            'IMAGE_SUFFIXES', 'IMAGENET_LT_BREAKAGES', 'IMAGENET_BREAKAGES', 'PLACES_BREAKAGES', 'IMAGENET',
-           'IMAGENET_LT', 'PLACES', 'YFCC_FOLDER', 'VGG16_BN_FOLDER', 'YFCC_BREAKAGES', 'VGG16_BN_BREAKAGES', 'YFCC',
+           'IMAGENET_LT', 'PLACES', 'YFCC_FOLDER', 'VGG16_BN_FOLDER', 'YFCC_BREAKAGES', 'YFCC', 'VGG16_BN_BREAKAGES',
            'VGG16_BN', 'PASCAL_FOLDER', 'COCO20I_FOLDER', 'RESNET_FOLDER', 'PASCAL_CLASSES', 'FSS_LISTS', 'FSS_NAMES',
            'FSS_IGNORE', 'PASCAL_TINY_CLASSES', 'COCO20I_TINY_CLASSES', 'PASCAL_BREAKAGES', 'COCO20I_BREAKAGES',
            'RESNET_BREAKAGES', 'PASCAL', 'COCO20I', 'RESNET', 'BOX', 'INRIA_FOLDER', 'INRIA_ARCHIVE', 'INRIA_SPLITS',
@@ -50,8 +50,8 @@ __all__ = ['REGISTRY', 'DAGM_FOLDER', 'PCB_FOLDER', 'PLAIN_FOLDER', 'DAGM_CLASSE
            'write_tiny_lfw', 'write_tiny_imagenet', 'write_tiny_places', 'write_tiny_imagenet_lt', 'read_imagenet_lt',
            'check_imagenet', 'check_places', 'judge_imagenet_lt', 'write_tiny_imagenet_lt_splits', 'read_image_tree',
            'write_tiny_yfcc_celeba', 'weights_file', 'vgg16_bn_weights', 'check_vgg16_bn', 'fss_stem_paths',
-           'label_classes', 'read_fss_lists', 'read_pascal', 'read_coco20i', 'tiny_fss_objects', 'write_tiny_pascal',
-           'write_tiny_coco20i', 'resnet_weights', 'check_resnet', 'split_within_classes', 'subsample_classes',
+           'label_classes', 'tiny_fss_objects', 'write_tiny_pascal', 'write_tiny_coco20i', 'read_fss_lists',
+           'read_pascal', 'read_coco20i', 'resnet_weights', 'check_resnet', 'split_within_classes', 'subsample_classes',
            'image_size', 'clip_boxes', 'inria_home', 'read_inria_annotation', 'read_inria', 'write_tiny_inria',
            'check_box_order', 'read_fa_inria', 'write_tiny_fa_inria', 'read_coco_json', 'read_wspd', 'write_tiny_wspd',
            'vgg16_weights', 'check_vgg16']
@@ -1384,6 +1384,7 @@ def write_tiny_places(folder, per_scene: int = 3) -> list:
     for i, rel in enumerate(rels): tiny_image(Path(folder) / rel, (90 + 80 * (i // per_scene), 150, 90), 5000 + i, size=(16, 16))
     return rels
 
+# %% ../nbs/24_datasets.ipynb #f31bd6fc
 def write_tiny_imagenet_lt(data_root) -> Path:
     """`imagenet/`, `imagenet_lt_splits/` and `places365/` in the real layout under `data_root`: the seed has 8, 4, 2 images
     of wnids 0-2, train 6 each (the seed's first ones), test 4 each (others), the 1 % list 2 each; the IN900 pool 6 each
@@ -1464,6 +1465,7 @@ def check_places(folder) -> Path:
         raise DataError(f"{folder}: no image file (.jpg, .jpeg, .png); Places365's scene images, e.g. a/airfield/00000001.jpg")
     return Path(folder)
 
+# %% ../nbs/24_datasets.ipynb #dc7382bb
 def judge_imagenet_lt(folder) -> dict:
     "read_imagenet_lt of the data root holding the split-list folder `folder`."
     return read_imagenet_lt(Path(folder).parent)
@@ -1519,6 +1521,11 @@ def write_tiny_yfcc_celeba(folder, n: int = 10) -> list:
     for i, rel in enumerate(rels): tiny_image(Path(folder) / rel, (200 - 9 * i, 160, 120 + 9 * i), 7000 + i, size=(40, 48))
     return rels
 
+YFCC_BREAKAGES = (("no images", lambda f: [shutil.rmtree(p) for p in Path(f).iterdir()], "no image file (.jpg, .jpeg, .png, any case)"),)
+YFCC = register_dataset(Dataset(YFCC_FOLDER, "YFCC-CelebA, the authors' noisy web images, unlabelled", check=read_image_tree,
+                                write_tiny=write_tiny_yfcc_celeba, breakages=YFCC_BREAKAGES))
+
+# %% ../nbs/24_datasets.ipynb #795b403a
 def weights_file(folder, what: str) -> Path:
     "The one weights file (*.pth or *.pt, any case) in `folder`; a DataError saying to put `what` there when there is none or several."
     folder = Path(folder)
@@ -1532,6 +1539,7 @@ def vgg16_bn_weights(folder) -> Path:
     "The one weights file of `folder`: torchvision's ImageNet vgg16_bn."
     return weights_file(folder, "torchvision's ImageNet vgg16_bn weights (vgg16_bn-6c64b313.pth)")
 
+# %% ../nbs/24_datasets.ipynb #56f2a315
 def check_vgg16_bn(folder) -> Path:
     "vgg16_bn_weights(folder), loaded as VCL's 128-px VGG16-bn: a DataError names a file that is not a VGG16-bn state dict."
     from paperlib.images import load_vgg16_bn            # torch is imported only when the folder is judged
@@ -1539,10 +1547,7 @@ def check_vgg16_bn(folder) -> Path:
     load_vgg16_bn(p, input_size=128)
     return p
 
-YFCC_BREAKAGES = (("no images", lambda f: [shutil.rmtree(p) for p in Path(f).iterdir()], "no image file (.jpg, .jpeg, .png, any case)"),)
 VGG16_BN_BREAKAGES = (("not a state dict", _write("vgg16_bn.pth", b"hello"), "vgg16_bn.pth: cannot read a state dict"),)
-YFCC = register_dataset(Dataset(YFCC_FOLDER, "YFCC-CelebA, the authors' noisy web images, unlabelled", check=read_image_tree,
-                                write_tiny=write_tiny_yfcc_celeba, breakages=YFCC_BREAKAGES))
 # no write_tiny: the weights are 553 MB; the breakage is tested on a folder holding only the broken file
 VGG16_BN = register_dataset(Dataset(VGG16_BN_FOLDER, "torchvision's ImageNet VGG16-bn weights (one .pth file), VCL's optional start",
                                     check=check_vgg16_bn, breakages=VGG16_BN_BREAKAGES))
@@ -1594,47 +1599,6 @@ def label_classes(label, image, n_classes: int) -> tuple:
                                  f"{FSS_IGNORE} (ignore)")
     return tuple(int(c) for c in v if 0 < c <= n_classes)
 
-# %% ../nbs/24_datasets.ipynb #7692245b
-def _fss_classes(rows: list, n_classes: int) -> dict:
-    "label path -> its classes, each label read once; an error names the list file and line that gave the pair."
-    out = {}
-    for image, label, path, n in rows:
-        if label in out: continue
-        try: out[label] = label_classes(label, image, n_classes)
-        except DataError as e: raise DataError(f"{path}, line {n}: {e}") from None
-    return out
-
-def read_fss_lists(folder, n_classes: int, name: str = "pascal", cache: Path | bool | None = None) -> pd.DataFrame:
-    """One row per (image, split) of `<folder>/lists/{train,val}.txt`: image, label (absolute paths), split, classes (the
-    ids 1..n_classes the label shows). `cache`: a folder, None for cache_dir()/fss, False for none."""
-    if name not in FSS_NAMES: raise ValueError(f"unknown benchmark {name!r}; valid: {', '.join(FSS_NAMES)}")
-    folder = Path(folder).absolute()
-    if not folder.is_dir(): raise DataError(f"missing folder {folder}")
-    rows = [(s, *r) for s in FSS_LISTS for r in _fss_list(folder, s, name)]
-    labels = sorted({r[2] for r in rows})
-    cfile = None
-    if cache is not False:
-        key = fingerprint_real(folder, [Path("lists") / f"{s}.txt" for s in FSS_LISTS] + [Path(l).relative_to(folder) for l in labels])
-        cfile = (Path(cache) if cache else cache_dir() / "fss") / f"{name}_{n_classes}_{key}.json"
-    if cfile is not None and cfile.is_file():
-        rel = json.loads(cfile.read_text())
-        classes = {str(folder / k): tuple(v) for k, v in rel.items()}
-    else:
-        classes = _fss_classes([r[1:] for r in rows], n_classes)
-        if cfile is not None:
-            cfile.parent.mkdir(parents=True, exist_ok=True)
-            cfile.write_text(json.dumps({str(Path(k).relative_to(folder)): v for k, v in classes.items()}))
-    return pd.DataFrame(dict(image=[r[1] for r in rows], label=[r[2] for r in rows], split=[r[0] for r in rows],
-                             classes=[classes[r[2]] for r in rows]))
-
-def read_pascal(folder, cache: Path | bool | None = None) -> pd.DataFrame:
-    "read_fss_lists of PASCAL-5i (VOC 2012 + SBD's SegmentationClassAug, 20 classes)."
-    return read_fss_lists(folder, 20, "pascal", cache)
-
-def read_coco20i(folder, cache: Path | bool | None = None) -> pd.DataFrame:
-    "read_fss_lists of COCO-20i (MS-COCO 2014 as class-id PNGs, 80 classes)."
-    return read_fss_lists(folder, 80, "coco20i", cache)
-
 # %% ../nbs/24_datasets.ipynb #69e37499
 PASCAL_TINY_CLASSES = (1, 7, 12, 20)                # folds 0, 1, 2, 3 (blocks of five)
 COCO20I_TINY_CLASSES = (1, 6, 43, 80)               # folds 0, 1, 2, 3 (4k + i + 1)
@@ -1643,6 +1607,7 @@ def tiny_fss_objects(k: int, classes) -> list:
     "The classes of tiny image k: `classes[k % 4]`, and `classes[(k + 1) % 4]` too for every third image."
     return [classes[k % 4]] + ([classes[(k + 1) % 4]] if k % 3 == 0 else [])
 
+# %% ../nbs/24_datasets.ipynb #7da9d613
 def _write_tiny_fss(folder, classes, place) -> None:
     "20 pairs (12 train, 8 val) of `tiny_fss_objects`; `place(k, split)` gives the image, the label (relative) and the list line."
     from PIL import Image
@@ -1683,6 +1648,48 @@ def write_tiny_pascal(folder) -> None:
 def write_tiny_coco20i(folder) -> None:
     "A tiny COCO-20i in PFENet's layout: 20 pairs of `COCO20I_TINY_CLASSES` under train2014/, val2014/, annotations/."
     _write_tiny_fss(folder, COCO20I_TINY_CLASSES, _coco_place)
+
+# %% ../nbs/24_datasets.ipynb #7692245b
+def _fss_classes(rows: list, n_classes: int) -> dict:
+    "label path -> its classes, each label read once; an error names the list file and line that gave the pair."
+    out = {}
+    for image, label, path, n in rows:
+        if label in out: continue
+        try: out[label] = label_classes(label, image, n_classes)
+        except DataError as e: raise DataError(f"{path}, line {n}: {e}") from None
+    return out
+
+def read_fss_lists(folder, n_classes: int, name: str = "pascal", cache: Path | bool | None = None) -> pd.DataFrame:
+    """One row per (image, split) of `<folder>/lists/{train,val}.txt`: image, label (absolute paths), split, classes (the
+    ids 1..n_classes the label shows). `cache`: a folder, None for cache_dir()/fss, False for none."""
+    if name not in FSS_NAMES: raise ValueError(f"unknown benchmark {name!r}; valid: {', '.join(FSS_NAMES)}")
+    folder = Path(folder).absolute()
+    if not folder.is_dir(): raise DataError(f"missing folder {folder}")
+    rows = [(s, *r) for s in FSS_LISTS for r in _fss_list(folder, s, name)]
+    labels = sorted({r[2] for r in rows})
+    cfile = None
+    if cache is not False:
+        key = fingerprint_real(folder, [Path("lists") / f"{s}.txt" for s in FSS_LISTS] + [Path(l).relative_to(folder) for l in labels])
+        cfile = (Path(cache) if cache else cache_dir() / "fss") / f"{name}_{n_classes}_{key}.json"
+    if cfile is not None and cfile.is_file():
+        rel = json.loads(cfile.read_text())
+        classes = {str(folder / k): tuple(v) for k, v in rel.items()}
+    else:
+        classes = _fss_classes([r[1:] for r in rows], n_classes)
+        if cfile is not None:
+            cfile.parent.mkdir(parents=True, exist_ok=True)
+            cfile.write_text(json.dumps({str(Path(k).relative_to(folder)): v for k, v in classes.items()}))
+    return pd.DataFrame(dict(image=[r[1] for r in rows], label=[r[2] for r in rows], split=[r[0] for r in rows],
+                             classes=[classes[r[2]] for r in rows]))
+
+# %% ../nbs/24_datasets.ipynb #e5b00606
+def read_pascal(folder, cache: Path | bool | None = None) -> pd.DataFrame:
+    "read_fss_lists of PASCAL-5i (VOC 2012 + SBD's SegmentationClassAug, 20 classes)."
+    return read_fss_lists(folder, 20, "pascal", cache)
+
+def read_coco20i(folder, cache: Path | bool | None = None) -> pd.DataFrame:
+    "read_fss_lists of COCO-20i (MS-COCO 2014 as class-id PNGs, 80 classes)."
+    return read_fss_lists(folder, 80, "coco20i", cache)
 
 # %% ../nbs/24_datasets.ipynb #d5c27378
 def _relabel(rel, fn):

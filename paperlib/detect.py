@@ -50,6 +50,7 @@ def box_iou(a, b) -> torch.Tensor:
     # two zero-area boxes overlap nowhere: IoU 0, not 0/0
     return torch.where(union > 0, inter / union.clamp(min=1e-12), torch.zeros_like(inter))
 
+# %% ../nbs/26_detect.ipynb #1e8c05fb
 def cxcywh_to_xyxy(b: torch.Tensor) -> torch.Tensor:
     return torch.cat([b[..., :2] - b[..., 2:] / 2, b[..., :2] + b[..., 2:] / 2], -1)
 
@@ -305,6 +306,7 @@ class TinySSD(nn.Module):
             loc.append(o[..., :4]); conf.append(o[..., 4:])
         return torch.cat(loc, 1), torch.cat(conf, 1)
 
+# %% ../nbs/26_detect.ipynb #b96b88f8
 def multiply_adds(model: TinySSD) -> int:
     "Multiply-adds of the forward pass of one image at the model's size (convolutions and matrix products)."
     from torch.utils.flop_counter import FlopCounterMode
@@ -339,6 +341,7 @@ def ssd_targets(model: TinySSD, boxes_list: Sequence, threshold: float | None = 
                torch.ones(len(b), dtype=torch.long), pri, threshold) for b in boxes_list]
     return torch.stack([l for l, _ in t]), torch.stack([c for _, c in t])
 
+# %% ../nbs/26_detect.ipynb #a5a7d7a3
 def _fractions(boxes, w: int, h: int, flip: bool) -> np.ndarray:
     "Pixel boxes of a w x h image as fractions of it, mirrored left-right when `flip`."
     b = np.asarray(boxes, np.float32).reshape(-1, 4) / np.array([w, h, w, h], np.float32)
@@ -354,6 +357,7 @@ def ssd_step_loss(model: TinySSD, batch) -> torch.Tensor:
     loc_t, conf_t = ssd_targets(model, [_fractions(b, w, h, f) for b, f in zip(boxes, flips.tolist())])
     return multibox_loss(*model(x), loc_t, conf_t)[0]
 
+# %% ../nbs/26_detect.ipynb #d51cb221
 def ssd_batches(images, boxes: Sequence, batch: int, seed: int, flip: bool = True):
     "Endless batches for `ssd_step_loss`, images and flips drawn with one seeded generator."
     images = _as_images(images)

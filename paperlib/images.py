@@ -61,6 +61,7 @@ class Bottleneck(nn.Module):
         out = self.bn3(self.conv3(out))
         return self.relu(out + (self.downsample(x) if self.downsample is not None else x))
 
+# %% ../nbs/25_images.ipynb #e951b53f
 RESNET_BLOCKS = {50: (3, 4, 6, 3), 101: (3, 4, 23, 3)}       # bottleneck blocks of layer1-4
 
 def _resnet_layer(cin: int, width: int, blocks: int, stride: int, dilation: int, dilate: bool) -> tuple:
@@ -135,7 +136,7 @@ def load_resnet50(path) -> ResNet50:
     state = _read_state(path, "ResNet-50")
     return _load_state(ResNet50(), {k: v for k, v in state.items() if not k.startswith("fc.")}, path, "ResNet-50")
 
-
+# %% ../nbs/25_images.ipynb #f21de1d1
 def resnet_depth(state: dict, path) -> int:
     "50 or 101, from the blocks of layer3 in `state` (6 or 23); a DataError naming `path` otherwise."
     n = 1 + max((int(k.split(".")[1]) for k in state if k.startswith("layer3.") and k.split(".")[1].isdigit()), default=-1)

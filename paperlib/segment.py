@@ -259,6 +259,7 @@ def resampled_miou(counts, classes, idx) -> np.ndarray:
     counts, classes = _check_counts(counts, classes)
     return class_miou(counts[np.asarray(idx)], classes[np.asarray(idx)])
 
+# %% ../nbs/17_segment.ipynb #20a03481
 def fb_iou(counts) -> float:
     "FB-IoU: the mean of the foreground IoU and the background IoU, each from `[TP, FP, FN, TN]` summed over all episodes."
     counts = np.asarray(counts)
@@ -349,6 +350,7 @@ def episode_list(labels_per_image, fold_classes, shots: int, n_episodes: int, se
         out.append(Episode(c, having[c][pick[0]], tuple(having[c][j] for j in pick[1:])))
     return out
 
+# %% ../nbs/17_segment.ipynb #537bb96f
 def episode_hash(episodes) -> str:
     "SHA-256 hex digest of the canonical text `class:query:support,...` (one line per episode) of an episode list."
     text = "".join(f"{int(e[0])}:{int(e[1])}:{','.join(str(int(s)) for s in e[2])}\n" for e in episodes)

@@ -317,6 +317,7 @@ def cooccurrence(sentences, window: int = 5, min_count: int = 1) -> tuple[list, 
     C = sparse.coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(vocab), len(vocab))).tocsr()
     return vocab, (C + C.T).tocsr()
 
+# %% ../nbs/18_text.ipynb #44301eb4
 def ppmi(C: sparse.spmatrix, alpha: float = 0.75) -> sparse.csr_matrix:
     "Positive PMI of co-occurrence counts `C`, the context distribution raised to `alpha` (Levy et al.'s smoothing)."
     C = sparse.csr_matrix(C, dtype=float)
@@ -326,6 +327,7 @@ def ppmi(C: sparse.spmatrix, alpha: float = 0.75) -> sparse.csr_matrix:
     keep = pmi > 0
     return sparse.csr_matrix((pmi[keep], (C.row[keep], C.col[keep])), shape=C.shape)
 
+# %% ../nbs/18_text.ipynb #77865b89
 def ppmi_svd_vectors(sentences, dim: int = 100, window: int = 5, min_count: int = 1, alpha: float = 0.75) -> tuple[list, np.ndarray]:
     "(vocabulary, (V, dim) word vectors U sqrt(S)) of the PPMI matrix's rank-`dim` SVD; deterministic, signs fixed."
     vocab, C = cooccurrence(sentences, window, min_count)
