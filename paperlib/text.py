@@ -340,7 +340,7 @@ def ppmi_svd_vectors(sentences, dim: int = 100, window: int = 5, min_count: int 
     X = U[:, top] * np.sqrt(S[top])
     return vocab, X * np.sign(X[np.abs(X).argmax(0), np.arange(dim)])
 
-# %% ../nbs/18_text.ipynb #a7aaacaf
+# %% ../nbs/18_text.ipynb #d8536a7a
 import torch
 from torch import nn
 
@@ -359,6 +359,8 @@ def fit_linear(kind: str, texts, y, evals: dict) -> dict:
         s = clf.decision_function(vec.transform(tx)); out[k] = f1_pos(ty, s >= t); out[f"scores_{k}"] = s
     return out
 
+
+# %% ../nbs/18_text.ipynb #91592c2f
 def piece_ids(texts, tok, max_len: int = 32) -> torch.Tensor:
     "WordPiece ids (no specials), cut or zero-padded to `max_len`."
     ids = np.zeros((len(texts), max_len), dtype=np.int64)
@@ -374,6 +376,8 @@ def compact_ids(train_ids, *others) -> tuple:
     remap[uniq] = torch.arange(len(uniq))
     return (len(uniq) + 1, remap[train_ids], *(remap[o] for o in others))
 
+
+# %% ../nbs/18_text.ipynb #a7ff6e20
 class KimCNN(nn.Module):
     "Embeddings -> Conv1d of widths 3/4/5 -> max over time -> dropout -> 2 logits."
     def __init__(self, vocab: int, d: int = 64, n: int = 64, widths=(3, 4, 5)):
@@ -397,7 +401,8 @@ class BiLSTM(nn.Module):
         hs, _ = self.lstm(self.emb(x))
         return self.out((hs * m).sum(1) / m.sum(1).clamp(min=1))
 
-# %% ../nbs/18_text.ipynb #992498be
+
+# %% ../nbs/18_text.ipynb #8c0ca342
 def textrank(texts, tok, k: int) -> list[int]:
     "Indices of the k sentences of highest PageRank on the Jaccard-similarity graph."
     import networkx as nx
@@ -412,6 +417,9 @@ def kmeans_centroids(E, k: int, seed: int) -> list[int]:
     d = ((E[:, None, :] - km.cluster_centers_[None]) ** 2).sum(-1)
     return list(dict.fromkeys(int(i) for i in d.argmin(0)))
 
+
+# %% ../nbs/18_text.ipynb #0d8e18e6
 def longest(texts, k: int) -> list[int]: return list(np.argsort([-len(str(t)) for t in texts], kind="stable")[:k])
 
 def top_k(scores, k: int) -> list[int]: return list(np.argsort(-np.asarray(scores), kind="stable")[:k])
+
