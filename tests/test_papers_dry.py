@@ -14,7 +14,7 @@ from conftest import check_run_contract
 REPO = Path(__file__).resolve().parents[1]
 PAPERS = list(paper_notebooks(REPO))
 
-# the two longest dry runs first (85 s and 123 s one at a time on 2 idle cores; the others 13-55 s), so the two workers end together
+# the two longest dry runs first (51 s and 67 s one at a time on 2 idle cores; the others 11-55 s), so the two workers end together
 DRY_FIRST = ("defect_tdist", "medical_sr_gan")
 
 @pytest.fixture(scope="module")
