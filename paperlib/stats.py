@@ -19,7 +19,7 @@ __all__ = ['CORRECTIONS', 'PAIRED_TESTS', 'ALTERNATIVES', 'P_CONVENTIONS', 'CI_D
            'trend_test', 'paired_table', 'weat_association', 'wefat_score', 'weat_effect_size', 'random_subsets',
            'all_subsets', 'permutation_p', 'partition_test', 'weat_test', 'critical_value', 'mean_ci', 'topk_threshold',
            'topk_share_threshold', 'delong', 'auc_ci', 'delong_test', 'auc_diff_bootstrap', 'stars', 'anova_tukey',
-           'check_margin', 'beats', 'not_worse', 'equivalent']
+           'check_margin', 'beats', 'not_worse', 'equivalent', 'mcnemar_lower']
 
 # %% ../nbs/02_stats.ipynb #cc17ceb0
 CORRECTIONS = {"sidak": "sidak", "holm": "holm", "bonferroni": "bonferroni", "bh": "fdr_bh", "none": None}
@@ -495,3 +495,11 @@ def equivalent(a, b, margin: float, alpha: float = 0.05) -> dict:
     if not np.any(a - b): p = 0.0                    # identical arms: inside any margin (statsmodels divides by sd = 0)
     else: p = float(ttost_paired(a, b, -margin, margin)[0])
     return dict(rule=f"TOST within ±{margin:g}", estimate=float((a - b).mean()), p=p, margin=margin, n=a.size, passed=bool(p < alpha))
+
+# %% ../nbs/02_stats.ipynb #7343c4bb
+def mcnemar_lower(missed_base, missed_new) -> tuple[float, int, int]:
+    "(p, b, c): one-sided exact McNemar p that the new model misses fewer of the same items; b, c the discordant counts."
+    base, new = np.asarray(missed_base, bool), np.asarray(missed_new, bool)
+    if base.shape != new.shape: raise ValueError(f"the two models must be scored on the same items: {base.shape} vs {new.shape}")
+    b, c = int((base & ~new).sum()), int((~base & new).sum())
+    return (1.0 if b + c == 0 else float(sps.binomtest(b, b + c, 0.5, alternative="greater").pvalue)), b, c

@@ -13,7 +13,7 @@ import scipy.ndimage
 import skimage.data
 import skimage.draw
 import torch
-from scipy.stats import binomtest, mannwhitneyu, norm
+from scipy.stats import mannwhitneyu, norm
 
 from ..data import DataError, DataSource, embedded_source, fingerprint_real
 from ..detect import TinySSD, train_ssd, detect, roi_features, pseudo_label, greedy_match, miss_rate_curve, log_average_mr
@@ -21,7 +21,7 @@ from ..fairness import subgroup_gap
 from ..images import BUNDLED_PHOTOS, bundled_photo
 from ..report import rule, RuleResult
 from ..segment import average_precision
-from ..stats import auc_ci, bootstrap_ci
+from ..stats import auc_ci, bootstrap_ci, mcnemar_lower
 
 # %% auto #0
 __all__ = ['PROPORTIONS', 'SKIN', 'HAIR', 'MIN_VISIBLE', 'FAMILIES', 'PEOPLE_PHOTOS', 'URBAN', 'STREET', 'DEPTH', 'P_OCCLUDED',
@@ -32,11 +32,10 @@ __all__ = ['PROPORTIONS', 'SKIN', 'HAIR', 'MIN_VISIBLE', 'FAMILIES', 'PEOPLE_PHO
            'occlude', 'draw_persons', 'render_scene', 'touching', 'merge_pairs', 'weak_labels', 'image_ages', 'Scenes',
            'check_scene_args', 'scene_set', 'attribute_counts', 'load_photo', 'real_scenes', 'capped',
            'balanced_photos', 'fa_inria_splits', 'boxes_of', 'ground_truth', 'hit_scores', 'threshold_at_fppi',
-           'child_flip', 'mr_by_group', 'per_image_counts', 'mcnemar_lower', 'mr_lowered', 'disparity_shift',
-           'disparity_moved', 'gee_logit', 'child_term', 'child_excess', 'children_missed_more',
-           'stochastically_smaller', 'size_trend', 'child_gain_excess', 'size_helps_children', 'height_matched',
-           'appearance_probe', 'no_separation', 'child_odds_ratio', 'size_explains_gap', 'gap_boot',
-           'size_not_quantity', 'flip_helps_adults']
+           'child_flip', 'mr_by_group', 'per_image_counts', 'mr_lowered', 'disparity_shift', 'disparity_moved',
+           'gee_logit', 'child_term', 'child_excess', 'children_missed_more', 'stochastically_smaller', 'size_trend',
+           'child_gain_excess', 'size_helps_children', 'height_matched', 'appearance_probe', 'no_separation',
+           'child_odds_ratio', 'size_explains_gap', 'gap_boot', 'size_not_quantity', 'flip_helps_adults']
 
 # %% ../../nbs/papers/pedestrian_fairness.ipynb #e24077da
 PROPORTIONS = {"adult": dict(head=1 / 7.5, legs=0.47, shoulders=0.25),
@@ -535,13 +534,6 @@ def _std_of(C, k):
     return np.abs(a - c) / 2
 
 # %% ../../nbs/papers/pedestrian_fairness.ipynb #34201a95
-def mcnemar_lower(missed_base, missed_new) -> tuple[float, int, int]:
-    "(p, b, c): one-sided exact McNemar p that the new model misses fewer of the same boxes; b, c the discordant counts."
-    base, new = np.asarray(missed_base, bool), np.asarray(missed_new, bool)
-    if base.shape != new.shape: raise ValueError(f"the two models must be scored on the same boxes: {base.shape} vs {new.shape}")
-    b, c = int((base & ~new).sum()), int((~base & new).sum())
-    return (1.0 if b + c == 0 else float(binomtest(b, b + c, 0.5, alternative="greater").pvalue)), b, c
-
 def _pair(n_both, n_base, n_new, n_none):
     "Per-box miss flags of (base, new): n_both missed by both, n_base only by the base, n_new only by the new one."
     return np.repeat([1, 1, 0, 0], [n_both, n_base, n_new, n_none]).astype(bool), np.repeat([1, 0, 1, 0], [n_both, n_base, n_new, n_none]).astype(bool)
