@@ -21,7 +21,7 @@ from ..fairness import subgroup_gap
 from ..images import BUNDLED_PHOTOS, bundled_photo
 from ..report import rule, RuleResult
 from ..segment import average_precision
-from ..stats import auc_ci, bootstrap_ci, mcnemar_lower
+from ..stats import auc_ci, bootstrap_ci, gee_logit, mcnemar_lower
 
 # %% auto #0
 __all__ = ['PROPORTIONS', 'SKIN', 'HAIR', 'MIN_VISIBLE', 'FAMILIES', 'PEOPLE_PHOTOS', 'URBAN', 'STREET', 'DEPTH', 'P_OCCLUDED',
@@ -33,7 +33,7 @@ __all__ = ['PROPORTIONS', 'SKIN', 'HAIR', 'MIN_VISIBLE', 'FAMILIES', 'PEOPLE_PHO
            'check_scene_args', 'scene_set', 'attribute_counts', 'load_photo', 'real_scenes', 'capped',
            'balanced_photos', 'fa_inria_splits', 'boxes_of', 'ground_truth', 'hit_scores', 'threshold_at_fppi',
            'child_flip', 'mr_by_group', 'per_image_counts', 'mr_lowered', 'disparity_shift', 'disparity_moved',
-           'gee_logit', 'child_term', 'child_excess', 'children_missed_more', 'stochastically_smaller', 'size_trend',
+           'child_term', 'child_excess', 'children_missed_more', 'stochastically_smaller', 'size_trend',
            'child_gain_excess', 'size_helps_children', 'height_matched', 'appearance_probe', 'no_separation',
            'child_odds_ratio', 'size_explains_gap', 'gap_boot', 'size_not_quantity', 'flip_helps_adults']
 
@@ -578,14 +578,6 @@ def disparity_moved(missed_base, missed_new, child, image, direction: str, B: in
     return RuleResult(ok, why, dict(change=round(d, 4), lo=round(lo, 4), hi=round(hi, 4)))
 
 # %% ../../nbs/papers/pedestrian_fairness.ipynb #2ef0cf32
-def gee_logit(missed, X: pd.DataFrame, image) -> pd.DataFrame:
-    "GEE logistic fit of per-box `missed` on the columns of `X` (an intercept added), clustered by `image`: coef, se, p (two-sided)."
-    import statsmodels.api as sm
-    Xc = sm.add_constant(X.astype(float), has_constant="add")
-    fit = sm.GEE(np.asarray(missed, float), Xc, groups=np.asarray(image), family=sm.families.Binomial(),
-                 cov_struct=sm.cov_struct.Exchangeable()).fit()
-    return pd.DataFrame(dict(coef=fit.params, se=fit.bse, p=fit.pvalues))
-
 def child_term(missed, child, image, log_height=None) -> pd.Series:
     "The GEE row (coef, se, p) of the child indicator in the miss model, optionally adjusted for log box height."
     X = pd.DataFrame(dict(child=np.asarray(child, float)))
