@@ -16,7 +16,8 @@ import torch
 from scipy.stats import mannwhitneyu, norm
 
 from ..data import DataError, DataSource, embedded_source, fingerprint_real
-from ..detect import TinySSD, train_ssd, detect, roi_features, pseudo_label, greedy_match, miss_rate_curve, log_average_mr
+from ..detect import (TinySSD, train_ssd, detect, roi_features, pseudo_label, miss_rate_curve, log_average_mr, hit_scores,
+                             threshold_at_fppi)
 from ..fairness import subgroup_gap
 from ..images import BUNDLED_PHOTOS, bundled_photo
 from ..report import rule, RuleResult
@@ -31,11 +32,11 @@ __all__ = ['PROPORTIONS', 'SKIN', 'HAIR', 'MIN_VISIBLE', 'FAMILIES', 'PEOPLE_PHO
            'smooth_noise', 'sky_and_ground', 'buildings', 'drawn_background', 'horse_mask', 'distractor', 'place',
            'occlude', 'draw_persons', 'render_scene', 'touching', 'merge_pairs', 'weak_labels', 'image_ages', 'Scenes',
            'check_scene_args', 'scene_set', 'attribute_counts', 'load_photo', 'real_scenes', 'capped',
-           'balanced_photos', 'fa_inria_splits', 'boxes_of', 'ground_truth', 'hit_scores', 'threshold_at_fppi',
-           'child_flip', 'mr_by_group', 'per_image_counts', 'mr_lowered', 'disparity_shift', 'disparity_moved',
-           'child_term', 'child_excess', 'children_missed_more', 'stochastically_smaller', 'size_trend',
-           'child_gain_excess', 'size_helps_children', 'height_matched', 'appearance_probe', 'no_separation',
-           'child_odds_ratio', 'size_explains_gap', 'gap_boot', 'size_not_quantity', 'flip_helps_adults']
+           'balanced_photos', 'fa_inria_splits', 'boxes_of', 'ground_truth', 'child_flip', 'mr_by_group',
+           'per_image_counts', 'mr_lowered', 'disparity_shift', 'disparity_moved', 'child_term', 'child_excess',
+           'children_missed_more', 'stochastically_smaller', 'size_trend', 'child_gain_excess', 'size_helps_children',
+           'height_matched', 'appearance_probe', 'no_separation', 'child_odds_ratio', 'size_explains_gap', 'gap_boot',
+           'size_not_quantity', 'flip_helps_adults']
 
 # %% ../../nbs/papers/pedestrian_fairness.ipynb #e24077da
 PROPORTIONS = {"adult": dict(head=1 / 7.5, legs=0.47, shoulders=0.25),
@@ -468,26 +469,6 @@ def ground_truth(scenes: Scenes) -> pd.DataFrame:
     b = scenes.boxes
     g = b[b.labelled & (b.kind == "person")].reset_index(drop=True)
     return g.assign(height=g.y2 - g.y1, width=g.x2 - g.x1, child=g.age == "child")
-
-def hit_scores(dets: list, gt: pd.DataFrame, n_images: int) -> tuple[np.ndarray, list]:
-    "(per ground-truth row of `gt`, the score of the detection matched to it or 0; the per-photo `greedy_match` results)."
-    hit, results = np.zeros(len(gt), np.float32), []
-    rows = gt.groupby("image").indices
-    for i in range(n_images):
-        idx = rows.get(i, np.zeros(0, int))
-        boxes, scores = dets[i]
-        r = greedy_match(boxes, scores, gt.loc[idx, ["x1", "y1", "x2", "y2"]].to_numpy(np.float32))
-        hit[idx[r["gt_index"][r["tp"]]]] = r["scores"][r["tp"]]
-        results.append(r)
-    return hit, results
-
-def threshold_at_fppi(results: list, n_images: int, fppi: float = 0.1) -> float:
-    "The lowest score threshold at which the false positives per photo stay within `fppi` (above 1: none qualifies)."
-    s = np.concatenate([r["scores"][~r["ignored"]] for r in results] + [np.zeros(0)])
-    fp = np.concatenate([~r["tp"][~r["ignored"]] for r in results] + [np.zeros(0, bool)])
-    o = np.argsort(-s, kind="stable"); s, fp = s[o], fp[o]
-    ok = (np.cumsum(fp) / n_images <= fppi) & np.r_[s[1:] != s[:-1], True]   # a threshold keeps every detection of its score
-    return float(s[ok].min()) if ok.any() else float(np.nextafter(1.0, 2.0))
 
 # %% ../../nbs/papers/pedestrian_fairness.ipynb #cb061b05
 FLIP_VARIANTS = {"a": "mirrored copies of the photos holding a child", "b": "copies with only the children's boxes mirrored",
