@@ -16,9 +16,8 @@ import torch
 from scipy.stats import mannwhitneyu, norm
 
 from ..data import DataError, DataSource, embedded_source, fingerprint_real
-from ..detect import (TinySSD, train_ssd, detect, roi_features, pseudo_label, miss_rate_curve, log_average_mr, hit_scores,
-                             threshold_at_fppi)
-from ..fairness import subgroup_gap
+from ..detect import TinySSD, train_ssd, detect, roi_features, pseudo_label, miss_rate_curve, log_average_mr, hit_scores, threshold_at_fppi
+from ..fairness import covariate_matched, subgroup_gap
 from ..images import BUNDLED_PHOTOS, bundled_photo
 from ..report import rule, RuleResult
 from ..segment import average_precision
@@ -35,7 +34,7 @@ __all__ = ['PROPORTIONS', 'SKIN', 'HAIR', 'MIN_VISIBLE', 'FAMILIES', 'PEOPLE_PHO
            'balanced_photos', 'fa_inria_splits', 'boxes_of', 'ground_truth', 'child_flip', 'mr_by_group',
            'per_image_counts', 'mr_lowered', 'disparity_shift', 'disparity_moved', 'child_term', 'child_excess',
            'children_missed_more', 'stochastically_smaller', 'size_trend', 'child_gain_excess', 'size_helps_children',
-           'height_matched', 'appearance_probe', 'no_separation', 'child_odds_ratio', 'size_explains_gap', 'gap_boot',
+           'appearance_probe', 'no_separation', 'child_odds_ratio', 'size_explains_gap', 'gap_boot',
            'size_not_quantity', 'flip_helps_adults']
 
 # %% ../../nbs/papers/pedestrian_fairness.ipynb #e24077da
@@ -629,25 +628,13 @@ def size_helps_children(missed_by_size: dict, child, image, B: int = 2000, seed:
     return RuleResult(not fails, "; ".join(fails) or None, dict(trend_coef=round(coef, 4), trend_p=p, excess=round(d, 4), lo=round(lo, 4), hi=round(hi, 4)))
 
 # %% ../../nbs/papers/pedestrian_fairness.ipynb #4288f81d
-def height_matched(height, child, bins: int = 10, seed: int = 0) -> np.ndarray:
-    "Row indices: every child box and, per height decile of the children, as many adult boxes drawn at random from that decile."
-    height, child = np.asarray(height, float), np.asarray(child, bool)
-    rng = np.random.default_rng(seed)
-    edges = np.quantile(height[child], np.linspace(0, 1, bins + 1)); edges[0], edges[-1] = -np.inf, np.inf
-    b = np.digitize(height, edges[1:-1])
-    keep = [np.flatnonzero(child)]
-    for k in range(bins):
-        adults, n = np.flatnonzero(~child & (b == k)), int((child & (b == k)).sum())
-        keep.append(rng.choice(adults, min(n, len(adults)), replace=False))
-    return np.sort(np.concatenate(keep))
-
 def appearance_probe(features, height, child, seed: int = 0) -> tuple[float, float, float]:
     "(AUC, lo, hi) of a 5-fold logistic probe for child vs adult on height-matched boxes' features (DeLong interval)."
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import StratifiedKFold, cross_val_predict
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
-    i = height_matched(height, child, seed=seed)
+    i = covariate_matched(height, child, seed=seed)
     X, y = np.asarray(features, float)[i], np.asarray(child, bool)[i]
     probe = make_pipeline(StandardScaler(), LogisticRegression(C=0.1, max_iter=2000))
     s = cross_val_predict(probe, X, y, cv=StratifiedKFold(5, shuffle=True, random_state=seed), method="decision_function")
