@@ -18,7 +18,7 @@ from scipy.stats import mannwhitneyu, norm
 from ..data import DataError, DataSource, embedded_source, fingerprint_real
 from ..detect import TinySSD, train_ssd, detect, roi_features, pseudo_label, miss_rate_curve, log_average_mr, hit_scores, threshold_at_fppi
 from ..fairness import covariate_matched, subgroup_gap
-from ..images import BUNDLED_PHOTOS, bundled_photo
+from ..images import BUNDLED_PHOTOS, bundled_photo, load_photo
 from ..report import rule, RuleResult
 from ..segment import average_precision
 from ..stats import auc_ci, bootstrap_ci, gee_logit, mcnemar_lower
@@ -30,12 +30,12 @@ __all__ = ['PROPORTIONS', 'SKIN', 'HAIR', 'MIN_VISIBLE', 'FAMILIES', 'PEOPLE_PHO
            'figure_colours', 'render_figure', 'visible_share', 'paste_figure', 'photo_base', 'photo_background',
            'smooth_noise', 'sky_and_ground', 'buildings', 'drawn_background', 'horse_mask', 'distractor', 'place',
            'occlude', 'draw_persons', 'render_scene', 'touching', 'merge_pairs', 'weak_labels', 'image_ages', 'Scenes',
-           'check_scene_args', 'scene_set', 'attribute_counts', 'load_photo', 'real_scenes', 'capped',
-           'balanced_photos', 'fa_inria_splits', 'boxes_of', 'ground_truth', 'child_flip', 'mr_by_group',
-           'per_image_counts', 'mr_lowered', 'disparity_shift', 'disparity_moved', 'child_term', 'child_excess',
-           'children_missed_more', 'stochastically_smaller', 'size_trend', 'child_gain_excess', 'size_helps_children',
-           'appearance_probe', 'no_separation', 'child_odds_ratio', 'size_explains_gap', 'gap_boot',
-           'size_not_quantity', 'flip_helps_adults']
+           'check_scene_args', 'scene_set', 'attribute_counts', 'real_scenes', 'capped', 'balanced_photos',
+           'fa_inria_splits', 'boxes_of', 'ground_truth', 'child_flip', 'mr_by_group', 'per_image_counts', 'mr_lowered',
+           'disparity_shift', 'disparity_moved', 'child_term', 'child_excess', 'children_missed_more',
+           'stochastically_smaller', 'size_trend', 'child_gain_excess', 'size_helps_children', 'appearance_probe',
+           'no_separation', 'child_odds_ratio', 'size_explains_gap', 'gap_boot', 'size_not_quantity',
+           'flip_helps_adults']
 
 # %% ../../nbs/papers/pedestrian_fairness.ipynb #e24077da
 PROPORTIONS = {"adult": dict(head=1 / 7.5, legs=0.47, shoulders=0.25),
@@ -406,13 +406,6 @@ def attribute_counts(scenes: Scenes, n: int = 5000, seed: int = 0) -> pd.DataFra
 
 # %% ../../nbs/papers/pedestrian_fairness.ipynb #798d89d9
 DATASETS = ("fa_inria", "wspd", "places365", "inria")   # the data folders this paper reads (the frontmatter lists the same)
-
-def load_photo(path, size: int) -> tuple[np.ndarray, float, float]:
-    "The photo at `path` as a size x size RGB uint8 array, and the x and y factors that carry its boxes along."
-    from PIL import Image
-    with Image.open(path) as im:
-        w, h = im.size
-        return np.asarray(im.convert("RGB").resize((size, size), Image.BILINEAR)), size / w, size / h
 
 def real_scenes(rows: pd.DataFrame, size: int, kind: str) -> Scenes:
     "Scenes of the photos that box `rows` (image path, x1..y2, optional age; a NaN box: a photo without people) name."
