@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 # %% auto #0
-__all__ = ['LRFind', 'lr_range_test', 'Fit', 'fit']
+__all__ = ['LRFind', 'lr_range_test', 'Fit', 'fit', 'pinball_loss']
 
 # %% ../nbs/20_train.ipynb #f6c9d70b
 def _trainable(model: nn.Module) -> list:
@@ -107,3 +107,10 @@ def fit(model: nn.Module, step_loss: Callable, batches: Iterator, *, steps: int,
     model.eval()
     return Fit(pd.DataFrame(rows), best_step, stopped, lr)
 
+
+# %% ../nbs/20_train.ipynb #f1552e37
+def pinball_loss(y, pred, tau, reduce=True):
+    "y (n, H), pred (n, T, H) at levels tau (n, T); the mean pinball loss over everything, or per row (n,) if not `reduce`."
+    e = y[:, None] - pred
+    l = torch.maximum(tau[..., None] * e, (tau[..., None] - 1) * e)
+    return l.mean() if reduce else l.mean((1, 2))

@@ -20,15 +20,15 @@ from ..datasets import (POWERTAC, POWERTAC_HOURS as HOUR_COLS, POWERTAC_META as 
                                read_powertac_counterfactuals, write_tiny_powertac as write_powertac_csv)
 from ..stats import correct_pvalues, paired_diff_test, beats, paired_table
 from ..report import rule
-from ..train import fit as train_fit
+from ..train import fit as train_fit, pinball_loss
 
 # %% auto #0
 __all__ = ['H', 'LEVELS', 'LEVEL_NAMES', 'METHODS', 'FOLDER', 'DATASETS', 'TABLE1_SETS', 'EQUIVARIANT', 'EVAL_TAUS', 'INPUTS',
            'SCHEDULES', 'VARIANTS', 'NAMES', 'level_entropy', 'TOUData', 'load_powertac', 'TOUSimConfig', 'TOUSim',
            't_in', 't_out', 'policy_alloc', 'flat_price_load', 'tousim_data', 'counterfactual_locality', 'DCNN',
            'attention', 'PermEquivariant', 'equivariance_error', 'is_permutation_equivariant', 'cat_embedding',
-           'IQNEmbedding', 'TOUForecaster', 'tariff_branch_diagram', 'tariff_branch_error', 'pinball_loss',
-           'znorm_stats', 'make_windows', 'window_sets', 'naive_window_aql', 'predict', 'window_aql', 'fit_forecaster',
+           'IQNEmbedding', 'TOUForecaster', 'tariff_branch_diagram', 'tariff_branch_error', 'znorm_stats',
+           'make_windows', 'window_sets', 'naive_window_aql', 'predict', 'window_aql', 'fit_forecaster',
            'price_options', 'gain', 'greedy_allocation', 'realized_gains', 'oracle_gains', 'method_arch',
            'evaluate_settings', 'evaluate_setting', 'margin_rule', 'bound_gates', 'sig_share', 'share_rule',
            'trend_rule', 'profit_rule', 'rank_vs_profit', 'room_ood', 'profit_leader', 'all_significant']
@@ -449,12 +449,6 @@ def tariff_branch_error(model: TOUForecaster, fut, flag=None, n_perms=5, seed=0)
 
 # %% ../../nbs/papers/tariff_ood.ipynb #de49e598
 EVAL_TAUS = (0.1, 0.5, 0.9)
-
-def pinball_loss(y, pred, tau, reduce=True):
-    "Eq. 5: y (n, 24), pred (n, T, 24) at levels tau (n, T); mean over everything, or per window (n,) if not `reduce`."
-    e = y[:, None] - pred
-    l = torch.maximum(tau[..., None] * e, (tau[..., None] - 1) * e)
-    return l.mean() if reduce else l.mean((1, 2))
 
 # %% ../../nbs/papers/tariff_ood.ipynb #06d317da
 def znorm_stats(data: TOUData):
