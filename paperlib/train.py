@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 # %% auto #0
-__all__ = ['LRFind', 'lr_range_test', 'Fit', 'fit', 'pinball_loss']
+__all__ = ['LRFind', 'lr_range_test', 'Fit', 'fit', 'pinball_loss', 'equivariance_error', 'is_permutation_equivariant']
 
 # %% ../nbs/20_train.ipynb #f6c9d70b
 def _trainable(model: nn.Module) -> list:
@@ -114,3 +114,20 @@ def pinball_loss(y, pred, tau, reduce=True):
     e = y[:, None] - pred
     l = torch.maximum(tau[..., None] * e, (tau[..., None] - 1) * e)
     return l.mean() if reduce else l.mean((1, 2))
+
+# %% ../nbs/20_train.ipynb #55fa612a
+def equivariance_error(fn, x, n_perms=5, dim=-2, out_dim=None, seed=0) -> float:
+    "max |fn(x permuted along `dim`) - fn(x) permuted along `out_dim` (default `dim`)| over `n_perms` random permutations."
+    g = torch.Generator().manual_seed(seed)
+    out_dim = dim if out_dim is None else out_dim
+    err = 0.0
+    with torch.no_grad():
+        y = fn(x)
+        for _ in range(n_perms):
+            perm = torch.randperm(x.shape[dim], generator=g)
+            err = max(err, float((fn(x.index_select(dim, perm)) - y.index_select(out_dim, perm)).abs().max()))
+    return err
+
+def is_permutation_equivariant(fn, x, n_perms=5, atol=1e-5, dim=-2, out_dim=None, seed=0) -> bool:
+    "Whether permuting `x` along `dim` permutes fn(x) along `out_dim` the same way, to `atol`, for `n_perms` random permutations."
+    return equivariance_error(fn, x, n_perms, dim, out_dim, seed) <= atol

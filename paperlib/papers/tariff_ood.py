@@ -20,18 +20,18 @@ from ..datasets import (POWERTAC, POWERTAC_HOURS as HOUR_COLS, POWERTAC_META as 
                                read_powertac_counterfactuals, write_tiny_powertac as write_powertac_csv)
 from ..stats import correct_pvalues, paired_diff_test, beats, paired_table
 from ..report import rule
-from ..train import fit as train_fit, pinball_loss
+from ..train import fit as train_fit, pinball_loss, equivariance_error, is_permutation_equivariant
 
 # %% auto #0
 __all__ = ['H', 'LEVELS', 'LEVEL_NAMES', 'METHODS', 'FOLDER', 'DATASETS', 'TABLE1_SETS', 'EQUIVARIANT', 'EVAL_TAUS', 'INPUTS',
            'SCHEDULES', 'VARIANTS', 'NAMES', 'level_entropy', 'TOUData', 'load_powertac', 'TOUSimConfig', 'TOUSim',
            't_in', 't_out', 'policy_alloc', 'flat_price_load', 'tousim_data', 'counterfactual_locality', 'DCNN',
-           'attention', 'PermEquivariant', 'equivariance_error', 'is_permutation_equivariant', 'cat_embedding',
-           'IQNEmbedding', 'TOUForecaster', 'tariff_branch_diagram', 'tariff_branch_error', 'znorm_stats',
-           'make_windows', 'window_sets', 'naive_window_aql', 'predict', 'window_aql', 'fit_forecaster',
-           'price_options', 'gain', 'greedy_allocation', 'realized_gains', 'oracle_gains', 'method_arch',
-           'evaluate_settings', 'evaluate_setting', 'margin_rule', 'bound_gates', 'sig_share', 'share_rule',
-           'trend_rule', 'profit_rule', 'rank_vs_profit', 'room_ood', 'profit_leader', 'all_significant']
+           'attention', 'PermEquivariant', 'cat_embedding', 'IQNEmbedding', 'TOUForecaster', 'tariff_branch_diagram',
+           'tariff_branch_error', 'znorm_stats', 'make_windows', 'window_sets', 'naive_window_aql', 'predict',
+           'window_aql', 'fit_forecaster', 'price_options', 'gain', 'greedy_allocation', 'realized_gains',
+           'oracle_gains', 'method_arch', 'evaluate_settings', 'evaluate_setting', 'margin_rule', 'bound_gates',
+           'sig_share', 'share_rule', 'trend_rule', 'profit_rule', 'rank_vs_profit', 'room_ood', 'profit_leader',
+           'all_significant']
 
 # %% ../../nbs/papers/tariff_ood.ipynb #d4c4943f
 H = 24
@@ -327,22 +327,6 @@ class PermEquivariant(nn.Module):
     def forward(self, x):
         pooled = x.max(-2, keepdim=True).values if self.pool == "max" else x.mean(-2, keepdim=True)
         return self.sigma(self.lam(x) - self.gam(pooled))
-
-def equivariance_error(fn, x, n_perms=5, dim=-2, out_dim=None, seed=0) -> float:
-    "max |fn(x permuted along `dim`) - fn(x) permuted along `out_dim` (default `dim`)| over `n_perms` random permutations."
-    g = torch.Generator().manual_seed(seed)
-    out_dim = dim if out_dim is None else out_dim
-    err = 0.0
-    with torch.no_grad():
-        y = fn(x)
-        for _ in range(n_perms):
-            perm = torch.randperm(x.shape[dim], generator=g)
-            err = max(err, float((fn(x.index_select(dim, perm)) - y.index_select(out_dim, perm)).abs().max()))
-    return err
-
-def is_permutation_equivariant(fn, x, n_perms=5, atol=1e-5, dim=-2, out_dim=None, seed=0) -> bool:
-    "Whether permuting `x` along `dim` permutes fn(x) along `out_dim` the same way, to `atol`, for `n_perms` random permutations."
-    return equivariance_error(fn, x, n_perms, dim, out_dim, seed) <= atol
 
 # %% ../../nbs/papers/tariff_ood.ipynb #a81c9788
 def cat_embedding(n, out=5, hidden=8):
