@@ -14,7 +14,8 @@ import torch
 from torch import nn
 
 # %% auto #0
-__all__ = ['LRFind', 'lr_range_test', 'Fit', 'fit', 'pinball_loss', 'equivariance_error', 'is_permutation_equivariant']
+__all__ = ['LRFind', 'lr_range_test', 'Fit', 'fit', 'pinball_loss', 'equivariance_error', 'is_permutation_equivariant',
+           'attention', 'PermEquivariant', 'IQNEmbedding']
 
 # %% ../nbs/20_train.ipynb #f6c9d70b
 def _trainable(model: nn.Module) -> list:
@@ -131,3 +132,26 @@ def equivariance_error(fn, x, n_perms=5, dim=-2, out_dim=None, seed=0) -> float:
 def is_permutation_equivariant(fn, x, n_perms=5, atol=1e-5, dim=-2, out_dim=None, seed=0) -> bool:
     "Whether permuting `x` along `dim` permutes fn(x) along `out_dim` the same way, to `atol`, for `n_perms` random permutations."
     return equivariance_error(fn, x, n_perms, dim, out_dim, seed) <= atol
+
+# %% ../nbs/20_train.ipynb #a627efcf
+def attention(Q, K, V):
+    "softmax(Q K^T / sqrt(d)) V over the token axis (-2)."
+    return torch.softmax(Q @ K.transpose(-1, -2) / math.sqrt(Q.shape[-1]), -1) @ V
+
+class PermEquivariant(nn.Module):
+    "sigma(x Lambda - 1 pool(x) Gamma), equivariant to permutations of the token axis (-2); `pool` 'max' or 'mean'."
+    def __init__(self, d=10, d_out=20, sigma=torch.tanh, pool="max"):
+        super().__init__()
+        self.lam, self.gam, self.sigma, self.pool = nn.Linear(d, d_out), nn.Linear(d, d_out, bias=False), sigma, pool
+
+    def forward(self, x):
+        pooled = x.max(-2, keepdim=True).values if self.pool == "max" else x.mean(-2, keepdim=True)
+        return self.sigma(self.lam(x) - self.gam(pooled))
+
+class IQNEmbedding(nn.Module):
+    "phi(tau) = ReLU(W [cos(pi i tau)]_{i<n_cos} + b): the implicit-quantile-network cosine embedding of quantile levels."
+    def __init__(self, out, n_cos=64):
+        super().__init__()
+        self.register_buffer("i", torch.arange(n_cos, dtype=torch.float32)); self.lin = nn.Linear(n_cos, out)
+
+    def forward(self, tau): return torch.relu(self.lin(torch.cos(math.pi * tau[..., None] * self.i)))

@@ -20,18 +20,18 @@ from ..datasets import (POWERTAC, POWERTAC_HOURS as HOUR_COLS, POWERTAC_META as 
                                read_powertac_counterfactuals, write_tiny_powertac as write_powertac_csv)
 from ..stats import correct_pvalues, paired_diff_test, beats, paired_table
 from ..report import rule
-from ..train import fit as train_fit, pinball_loss, equivariance_error, is_permutation_equivariant
+from ..train import (fit as train_fit, pinball_loss, equivariance_error, is_permutation_equivariant, attention,
+                            PermEquivariant, IQNEmbedding)
 
 # %% auto #0
 __all__ = ['H', 'LEVELS', 'LEVEL_NAMES', 'METHODS', 'FOLDER', 'DATASETS', 'TABLE1_SETS', 'EQUIVARIANT', 'EVAL_TAUS', 'INPUTS',
            'SCHEDULES', 'VARIANTS', 'NAMES', 'level_entropy', 'TOUData', 'load_powertac', 'TOUSimConfig', 'TOUSim',
            't_in', 't_out', 'policy_alloc', 'flat_price_load', 'tousim_data', 'counterfactual_locality', 'DCNN',
-           'attention', 'PermEquivariant', 'cat_embedding', 'IQNEmbedding', 'TOUForecaster', 'tariff_branch_diagram',
-           'tariff_branch_error', 'znorm_stats', 'make_windows', 'window_sets', 'naive_window_aql', 'predict',
-           'window_aql', 'fit_forecaster', 'price_options', 'gain', 'greedy_allocation', 'realized_gains',
-           'oracle_gains', 'method_arch', 'evaluate_settings', 'evaluate_setting', 'margin_rule', 'bound_gates',
-           'sig_share', 'share_rule', 'trend_rule', 'profit_rule', 'rank_vs_profit', 'room_ood', 'profit_leader',
-           'all_significant']
+           'cat_embedding', 'TOUForecaster', 'tariff_branch_diagram', 'tariff_branch_error', 'znorm_stats',
+           'make_windows', 'window_sets', 'naive_window_aql', 'predict', 'window_aql', 'fit_forecaster',
+           'price_options', 'gain', 'greedy_allocation', 'realized_gains', 'oracle_gains', 'method_arch',
+           'evaluate_settings', 'evaluate_setting', 'margin_rule', 'bound_gates', 'sig_share', 'share_rule',
+           'trend_rule', 'profit_rule', 'rank_vs_profit', 'room_ood', 'profit_leader', 'all_significant']
 
 # %% ../../nbs/papers/tariff_ood.ipynb #d4c4943f
 H = 24
@@ -313,33 +313,10 @@ class DCNN(nn.Module):
 
     def l2(self): return sum((c.weight ** 2).sum() for c in self.convs)
 
-# %% ../../nbs/papers/tariff_ood.ipynb #fc7918a7
-def attention(Q, K, V):
-    "Eq. 3: softmax(Q K^T / sqrt(d)) V over the token axis (-2)."
-    return torch.softmax(Q @ K.transpose(-1, -2) / math.sqrt(Q.shape[-1]), -1) @ V
-
-class PermEquivariant(nn.Module):
-    "Eq. 4: sigma(x Lambda - 1 maxpool(x) Gamma), equivariant to permutations of the token axis (-2)."
-    def __init__(self, d=10, d_out=20, sigma=torch.tanh, pool="max"):
-        super().__init__()
-        self.lam, self.gam, self.sigma, self.pool = nn.Linear(d, d_out), nn.Linear(d, d_out, bias=False), sigma, pool
-
-    def forward(self, x):
-        pooled = x.max(-2, keepdim=True).values if self.pool == "max" else x.mean(-2, keepdim=True)
-        return self.sigma(self.lam(x) - self.gam(pooled))
-
 # %% ../../nbs/papers/tariff_ood.ipynb #a81c9788
 def cat_embedding(n, out=5, hidden=8):
     "one-hot(n) -> Linear -> ReLU -> Linear(out), applied to the identity matrix to give an (n, out) table."
     return nn.Sequential(nn.Linear(n, hidden), nn.ReLU(), nn.Linear(hidden, out))
-
-class IQNEmbedding(nn.Module):
-    "phi(tau) = ReLU(W [cos(pi i tau)]_{i<n_cos} + b): the IQN cosine embedding of quantile levels."
-    def __init__(self, out, n_cos=64):
-        super().__init__()
-        self.register_buffer("i", torch.arange(n_cos, dtype=torch.float32)); self.lin = nn.Linear(n_cos, out)
-
-    def forward(self, tau): return torch.relu(self.lin(torch.cos(math.pi * tau[..., None] * self.i)))
 
 class TOUForecaster(nn.Module):
     "The DCNN + IQN quantile forecaster with the tariff branch of `method` (one of METHODS)."
