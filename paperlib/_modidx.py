@@ -2704,6 +2704,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                 'paperlib.train.attention': ('train.html#attention', 'paperlib/train.py'),
                                 'paperlib.train.equivariance_error': ('train.html#equivariance_error', 'paperlib/train.py'),
                                 'paperlib.train.fit': ('train.html#fit', 'paperlib/train.py'),
+                                'paperlib.train.fit_constant': ('train.html#fit_constant', 'paperlib/train.py'),
                                 'paperlib.train.is_permutation_equivariant': ('train.html#is_permutation_equivariant', 'paperlib/train.py'),
                                 'paperlib.train.lr_range_test': ('train.html#lr_range_test', 'paperlib/train.py'),
                                 'paperlib.train.pinball_loss': ('train.html#pinball_loss', 'paperlib/train.py')},

@@ -15,7 +15,7 @@ from torch import nn
 
 # %% auto #0
 __all__ = ['LRFind', 'lr_range_test', 'Fit', 'fit', 'pinball_loss', 'equivariance_error', 'is_permutation_equivariant',
-           'attention', 'PermEquivariant', 'IQNEmbedding']
+           'attention', 'PermEquivariant', 'IQNEmbedding', 'fit_constant']
 
 # %% ../nbs/20_train.ipynb #f6c9d70b
 def _trainable(model: nn.Module) -> list:
@@ -155,3 +155,21 @@ class IQNEmbedding(nn.Module):
         self.register_buffer("i", torch.arange(n_cos, dtype=torch.float32)); self.lin = nn.Linear(n_cos, out)
 
     def forward(self, tau): return torch.relu(self.lin(torch.cos(math.pi * tau[..., None] * self.i)))
+
+# %% ../nbs/20_train.ipynb #1e481f3a
+def fit_constant(model: nn.Module, step_loss: Callable, batches: Iterator, *, epochs: int, per_epoch: int, lr: float,
+                 val_loss: Callable) -> pd.DataFrame:
+    "Adam at a constant `lr`, `epochs` x `per_epoch` steps, `val_loss` after each epoch, the best epoch's weights kept; the curve per epoch."
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    best, rows = (np.inf, None), []
+    for ep in range(epochs):
+        model.train()
+        losses = []
+        for _ in range(per_epoch):
+            loss = step_loss(model, next(batches))
+            opt.zero_grad(); loss.backward(); opt.step(); losses.append(loss.item())
+        v = val_loss(model)
+        rows.append(dict(epoch=ep + 1, step=(ep + 1) * per_epoch, train_loss=float(np.mean(losses)), val_loss=v))
+        if v < best[0]: best = (v, {k: t.detach().clone() for k, t in model.state_dict().items()})
+    model.load_state_dict(best[1]); model.eval()
+    return pd.DataFrame(rows)

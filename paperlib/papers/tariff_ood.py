@@ -20,8 +20,8 @@ from ..datasets import (POWERTAC, POWERTAC_HOURS as HOUR_COLS, POWERTAC_META as 
                                read_powertac_counterfactuals, write_tiny_powertac as write_powertac_csv)
 from ..stats import correct_pvalues, paired_diff_test, beats, paired_table
 from ..report import rule
-from ..train import (fit as train_fit, pinball_loss, equivariance_error, is_permutation_equivariant, attention,
-                            PermEquivariant, IQNEmbedding)
+from ..train import (fit as train_fit, fit_constant, pinball_loss, equivariance_error, is_permutation_equivariant,
+                            attention, PermEquivariant, IQNEmbedding)
 
 # %% auto #0
 __all__ = ['H', 'LEVELS', 'LEVEL_NAMES', 'METHODS', 'FOLDER', 'DATASETS', 'TABLE1_SETS', 'EQUIVARIANT', 'EVAL_TAUS', 'INPUTS',
@@ -537,20 +537,8 @@ def fit_forecaster(method, train, val, epochs=30, batch=64, lr=1e-3, n_tau=8, l2
         model.eval()
         return model, curve
     # the paper's recipe (full profile): Adam at a constant rate, every epoch, the best epoch by IID validation AQL
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
-    best, rows = (np.inf, None), []
-    for ep in range(epochs):
-        model.train()
-        losses = []
-        for _ in range(per_epoch):
-            loss = step_loss(model, next(batches))
-            opt.zero_grad(); loss.backward(); opt.step(); losses.append(loss.item())
-        v = val_aql(model)
-        rows.append(dict(epoch=ep + 1, step=(ep + 1) * per_epoch, train_loss=float(np.mean(losses)), val_aql=v))
-        if v < best[0]: best = (v, {k: t.detach().clone() for k, t in model.state_dict().items()})
-    model.load_state_dict(best[1]); model.eval()
-    return model, pd.DataFrame(rows)
-
+    curve = fit_constant(model, step_loss, batches, epochs=epochs, per_epoch=per_epoch, lr=lr, val_loss=val_aql)
+    return model, curve.rename(columns={"val_loss": "val_aql"})
 
 # %% ../../nbs/papers/tariff_ood.ipynb #7bd7b750
 def price_options(price_load: np.ndarray) -> dict:
