@@ -14,7 +14,7 @@ import torch
 from torch import nn
 from scipy import stats as sps
 
-from ..core import parallel_map
+from ..core import check_number, parallel_map
 from ..data import DataError, DataSource, fingerprint_real
 from ..datasets import (POWERTAC, POWERTAC_HOURS as HOUR_COLS, POWERTAC_META as META_COLS, read_powertac,
                                read_powertac_counterfactuals, write_tiny_powertac as write_powertac_csv)
@@ -491,12 +491,9 @@ def window_aql(model, w, device="cpu") -> np.ndarray:
 
 SCHEDULES = ("constant", "one-cycle")
 
-def _step_loss(n_tau, l2):
-    "Training loss of one batch: the pinball loss at the batch's sampled levels plus the DCNN's L2 penalty (Eq. 5 + lambda sum w^2)."
-    def step_loss(model, b):
-        x, y, tau = b
-        return pinball_loss(y, model(**x, tau=tau), tau) + l2 * model.l2()
-    return step_loss
+def _step_loss(l2):
+    "Training loss of a batch (inputs, y, levels): the pinball loss at the sampled levels plus the DCNN's L2 penalty (Eq. 5 + lambda sum w^2)."
+    return lambda model, b: pinball_loss(b[1], model(**b[0], tau=b[2]), b[2]) + l2 * model.l2()
 
 def _batches(train, batch, n_tau, g, device):
     "Endless shuffled batches of (inputs, y, sampled levels), one permutation per epoch; a batch of one window is skipped (BatchNorm)."
@@ -513,19 +510,16 @@ def fit_forecaster(method, train, val, epochs=30, batch=64, lr=1e-3, n_tau=8, l2
                    schedule="constant", weight_decay=0.0, patience=None, clip=1.0, **model_kw):
     "(model at its best epoch by IID validation AQL, curve per epoch); `one-cycle`: `paperlib.train.fit`, `constant`: the paper's Adam."
     if schedule not in SCHEDULES: raise ValueError(f"unknown schedule {schedule!r}; valid: {', '.join(SCHEDULES)}")
-    for name, v, lo in (("epochs", epochs, 1), ("batch", batch, 2), ("n_tau", n_tau, 1)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
-            raise ValueError(f"{name}: {v!r}; a whole number of at least {lo}")
-    if patience is not None and (isinstance(patience, bool) or not isinstance(patience, (int, np.integer)) or patience < 1):
-        raise ValueError(f"patience: {patience!r}; None (no early stopping) or a whole number of epochs of at least 1")
+    counts = (("epochs", epochs, 1), ("batch", batch, 2), ("n_tau", n_tau, 1))
+    epochs, batch, n_tau = (check_number(v, name, int, minimum=lo) for name, v, lo in counts)
+    patience = None if patience is None else check_number(patience, "patience", int, minimum=1)   # None: no early stopping
     for name, v in (("weight_decay", weight_decay), ("l2", l2)):
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-            raise ValueError(f"{name}: {v!r}; a finite number of at least 0")
+        if not math.isfinite(check_number(v, name, float, minimum=0)): raise ValueError(f"{name}: {v!r}; a finite number of at least 0")
     torch.manual_seed(seed)
     g = torch.Generator().manual_seed(seed)
     model = TOUForecaster(method, **model_kw).to(device)
     per_epoch = len([i for i in range(0, len(train["y"]) - 1, batch) if min(batch, len(train["y"]) - i) >= 2])
-    step_loss, batches = _step_loss(n_tau, l2), _batches(train, batch, n_tau, g, device)
+    step_loss, batches = _step_loss(l2), _batches(train, batch, n_tau, g, device)
     val_aql = lambda m: float(window_aql(m, val, device).mean())
     if schedule == "one-cycle":
         f = train_fit(model, step_loss, batches, steps=epochs * per_epoch, lr=lr, weight_decay=weight_decay, clip=clip,
