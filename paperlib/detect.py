@@ -19,7 +19,7 @@ __all__ = ['IMAGENET_MEAN', 'IMAGENET_STD', 'box_area', 'box_iou', 'cxcywh_to_xy
            'decode', 'match', 'hard_negative_mask', 'multibox_loss', 'nms', 'greedy_match', 'miss_rate_curve',
            'mr_at_fppi', 'log_average_mr', 'group_miss_rate', 'conv_bn', 'TinySSD', 'multiply_adds', 'prepare_images',
            'ssd_targets', 'ssd_step_loss', 'ssd_batches', 'nms_fast', 'detect', 'train_ssd', 'pseudo_label',
-           'roi_features']
+           'roi_features', 'hit_scores', 'threshold_at_fppi']
 
 # %% ../nbs/26_detect.ipynb #613b2c47
 def _as_boxes(b, name: str = "boxes") -> torch.Tensor:
@@ -447,3 +447,24 @@ def roi_features(model: TinySSD, images, boxes_per_image: Sequence, *, map_index
             s = F.grid_sample(f[None], pts, mode="bilinear", padding_mode="border", align_corners=False)  # (1, C, n, grid²)
             out.append(s[0].mean(-1).T.cpu())
     return torch.cat(out).numpy() if out else np.zeros((0, model.channels[map_index]), np.float32)
+
+# %% ../nbs/26_detect.ipynb #9a073915
+def hit_scores(dets: list, gt, n_images: int) -> tuple[np.ndarray, list]:
+    "(per row of `gt` (image, x1, y1, x2, y2), the score of the detection matched to it or 0; the per-image `greedy_match` results)."
+    hit, results = np.zeros(len(gt), np.float32), []
+    rows = gt.groupby("image").indices
+    for i in range(n_images):
+        idx = rows.get(i, np.zeros(0, int))
+        boxes, scores = dets[i]
+        r = greedy_match(boxes, scores, gt.loc[idx, ["x1", "y1", "x2", "y2"]].to_numpy(np.float32))
+        hit[idx[r["gt_index"][r["tp"]]]] = r["scores"][r["tp"]]
+        results.append(r)
+    return hit, results
+
+def threshold_at_fppi(results: list, n_images: int, fppi: float = 0.1) -> float:
+    "The lowest score threshold at which the false positives per image stay within `fppi` (above 1: none qualifies)."
+    s = np.concatenate([r["scores"][~r["ignored"]] for r in results] + [np.zeros(0)])
+    fp = np.concatenate([~r["tp"][~r["ignored"]] for r in results] + [np.zeros(0, bool)])
+    o = np.argsort(-s, kind="stable"); s, fp = s[o], fp[o]
+    ok = (np.cumsum(fp) / n_images <= fppi) & np.r_[s[1:] != s[:-1], True]   # a threshold keeps every detection of its score
+    return float(s[ok].min()) if ok.any() else float(np.nextafter(1.0, 2.0))

@@ -21,7 +21,7 @@ __all__ = ['OVERALL', 'UPSTREAM', 'CLASSIFIERS', 'DOWNSTREAM', 'GAP_RULES', 'FRE
            'exponential_counts', 'pareto_counts', 'equal_mass_bins', 'frequency_groups', 'group_accuracy',
            'check_shares', 'draw_attribute', 'class_tilted_shares', 'oversample_groups', 'DomainIndependentLR',
            'attribute_probe', 'grad_reverse', 'xi_network', 'decorrelation', 'paired_difference', 'item_gap_values',
-           'item_gap_diff', 'control_per_class']
+           'item_gap_diff', 'control_per_class', 'covariate_matched']
 
 # %% ../nbs/16_fairness.ipynb #8020f3a9
 OVERALL = "overall"
@@ -444,3 +444,16 @@ def control_per_class(train_labels, cut: float = 0.9, share: float = 0.25) -> in
         raise DataError(f"the smallest class has {counts.min()} training images: the control would keep {n} per class and "
                         f"the cut classes none; the imbalance study needs at least {need} training images in every class")
     return n
+
+# %% ../nbs/16_fairness.ipynb #3a9a9bea
+def covariate_matched(x, group, bins: int = 10, seed: int = 0) -> np.ndarray:
+    "Sorted row indices: every row of `group` and, per quantile bin of `x` within the group, as many other rows drawn from that bin."
+    x, group = np.asarray(x, float), np.asarray(group, bool)
+    rng = np.random.default_rng(seed)
+    edges = np.quantile(x[group], np.linspace(0, 1, bins + 1)); edges[0], edges[-1] = -np.inf, np.inf
+    b = np.digitize(x, edges[1:-1])
+    keep = [np.flatnonzero(group)]
+    for k in range(bins):
+        others, n = np.flatnonzero(~group & (b == k)), int((group & (b == k)).sum())
+        keep.append(rng.choice(others, min(n, len(others)), replace=False))
+    return np.sort(np.concatenate(keep))

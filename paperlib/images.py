@@ -16,7 +16,7 @@ from .data import DataError
 # %% auto #0
 __all__ = ['RESNET_BLOCKS', 'VGG16_CFG', 'VGG_SIDES', 'NORM', 'BUNDLED_PHOTOS', 'load_images', 'image_floats', 'Bottleneck',
            'ResNet', 'ResNet50', 'load_resnet50', 'resnet_depth', 'load_resnet', 'BasicBlock', 'ResNet18', 'VGG16bn',
-           'load_vgg16_bn', 'image_input', 'crop_flip', 'bundled_photo']
+           'load_vgg16_bn', 'image_input', 'crop_flip', 'bundled_photo', 'load_photo']
 
 # %% ../nbs/25_images.ipynb #4089785a
 def load_images(paths, size: int) -> tuple[torch.Tensor, list]:
@@ -294,3 +294,11 @@ def bundled_photo(name: str) -> np.ndarray:
     a = np.asarray(Image.open(path)).astype(np.float32)
     a = a / (255 if a.max() > 1 else 1)
     return a[..., :3] if a.ndim == 3 else a
+
+# %% ../nbs/25_images.ipynb #247f3f5c
+def load_photo(path, size: int) -> tuple[np.ndarray, float, float]:
+    "The photo at `path` as a size x size RGB uint8 array, and the x and y factors that carry its boxes along."
+    from PIL import Image
+    with Image.open(path) as im:
+        w, h = im.size
+        return np.asarray(im.convert("RGB").resize((size, size), Image.BILINEAR)), size / w, size / h

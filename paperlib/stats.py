@@ -19,7 +19,8 @@ __all__ = ['CORRECTIONS', 'PAIRED_TESTS', 'ALTERNATIVES', 'P_CONVENTIONS', 'CI_D
            'trend_test', 'paired_table', 'weat_association', 'wefat_score', 'weat_effect_size', 'random_subsets',
            'all_subsets', 'permutation_p', 'partition_test', 'weat_test', 'critical_value', 'mean_ci', 'topk_threshold',
            'topk_share_threshold', 'delong', 'auc_ci', 'delong_test', 'auc_diff_bootstrap', 'stars', 'anova_tukey',
-           'check_margin', 'beats', 'not_worse', 'equivalent', 'leave_one_seed_out', 'fragile']
+           'check_margin', 'beats', 'not_worse', 'equivalent', 'leave_one_seed_out', 'fragile', 'mcnemar_lower',
+           'gee_logit']
 
 # %% ../nbs/02_stats.ipynb #cc17ceb0
 CORRECTIONS = {"sidak": "sidak", "holm": "holm", "bonferroni": "bonferroni", "bh": "fdr_bh", "none": None}
@@ -515,3 +516,20 @@ def fragile(full, loo: dict) -> str | None:
     if full is None or not flips: return None
     return (f"fragile: the rule {'fails' if full else 'holds'} when training seed {' or '.join(map(str, flips))} is left out, "
             "so the verdict can change between run seeds")
+
+# %% ../nbs/02_stats.ipynb #7343c4bb
+def mcnemar_lower(missed_base, missed_new) -> tuple[float, int, int]:
+    "(p, b, c): one-sided exact McNemar p that the new model misses fewer of the same items; b, c the discordant counts."
+    base, new = np.asarray(missed_base, bool), np.asarray(missed_new, bool)
+    if base.shape != new.shape: raise ValueError(f"the two models must be scored on the same items: {base.shape} vs {new.shape}")
+    b, c = int((base & ~new).sum()), int((~base & new).sum())
+    return (1.0 if b + c == 0 else float(sps.binomtest(b, b + c, 0.5, alternative="greater").pvalue)), b, c
+
+# %% ../nbs/02_stats.ipynb #f20b2b5e
+def gee_logit(y, X: pd.DataFrame, groups) -> pd.DataFrame:
+    "GEE logistic fit of binary `y` on the columns of `X` (an intercept added), clustered by `groups`: coef, se, p (two-sided)."
+    import statsmodels.api as sm
+    Xc = sm.add_constant(X.astype(float), has_constant="add")
+    fit = sm.GEE(np.asarray(y, float), Xc, groups=np.asarray(groups), family=sm.families.Binomial(),
+                 cov_struct=sm.cov_struct.Exchangeable()).fit()
+    return pd.DataFrame(dict(coef=fit.params, se=fit.bse, p=fit.pvalues))

@@ -14,7 +14,8 @@ import torch
 from torch import nn
 
 # %% auto #0
-__all__ = ['LRFind', 'lr_range_test', 'Fit', 'fit']
+__all__ = ['LRFind', 'lr_range_test', 'Fit', 'fit', 'pinball_loss', 'equivariance_error', 'is_permutation_equivariant',
+           'attention', 'PermEquivariant', 'IQNEmbedding', 'fit_constant']
 
 # %% ../nbs/20_train.ipynb #f6c9d70b
 def _trainable(model: nn.Module) -> list:
@@ -107,3 +108,68 @@ def fit(model: nn.Module, step_loss: Callable, batches: Iterator, *, steps: int,
     model.eval()
     return Fit(pd.DataFrame(rows), best_step, stopped, lr)
 
+
+# %% ../nbs/20_train.ipynb #f1552e37
+def pinball_loss(y, pred, tau, reduce=True):
+    "y (n, H), pred (n, T, H) at levels tau (n, T); the mean pinball loss over everything, or per row (n,) if not `reduce`."
+    e = y[:, None] - pred
+    l = torch.maximum(tau[..., None] * e, (tau[..., None] - 1) * e)
+    return l.mean() if reduce else l.mean((1, 2))
+
+# %% ../nbs/20_train.ipynb #55fa612a
+def equivariance_error(fn, x, n_perms=5, dim=-2, out_dim=None, seed=0) -> float:
+    "max |fn(x permuted along `dim`) - fn(x) permuted along `out_dim` (default `dim`)| over `n_perms` random permutations."
+    g = torch.Generator().manual_seed(seed)
+    out_dim = dim if out_dim is None else out_dim
+    err = 0.0
+    with torch.no_grad():
+        y = fn(x)
+        for _ in range(n_perms):
+            perm = torch.randperm(x.shape[dim], generator=g)
+            err = max(err, float((fn(x.index_select(dim, perm)) - y.index_select(out_dim, perm)).abs().max()))
+    return err
+
+def is_permutation_equivariant(fn, x, n_perms=5, atol=1e-5, dim=-2, out_dim=None, seed=0) -> bool:
+    "Whether permuting `x` along `dim` permutes fn(x) along `out_dim` the same way, to `atol`, for `n_perms` random permutations."
+    return equivariance_error(fn, x, n_perms, dim, out_dim, seed) <= atol
+
+# %% ../nbs/20_train.ipynb #a627efcf
+def attention(Q, K, V):
+    "softmax(Q K^T / sqrt(d)) V over the token axis (-2)."
+    return torch.softmax(Q @ K.transpose(-1, -2) / math.sqrt(Q.shape[-1]), -1) @ V
+
+class PermEquivariant(nn.Module):
+    "sigma(x Lambda - 1 pool(x) Gamma), equivariant to permutations of the token axis (-2); `pool` 'max' or 'mean'."
+    def __init__(self, d=10, d_out=20, sigma=torch.tanh, pool="max"):
+        super().__init__()
+        self.lam, self.gam, self.sigma, self.pool = nn.Linear(d, d_out), nn.Linear(d, d_out, bias=False), sigma, pool
+
+    def forward(self, x):
+        pooled = x.max(-2, keepdim=True).values if self.pool == "max" else x.mean(-2, keepdim=True)
+        return self.sigma(self.lam(x) - self.gam(pooled))
+
+class IQNEmbedding(nn.Module):
+    "phi(tau) = ReLU(W [cos(pi i tau)]_{i<n_cos} + b): the implicit-quantile-network cosine embedding of quantile levels."
+    def __init__(self, out, n_cos=64):
+        super().__init__()
+        self.register_buffer("i", torch.arange(n_cos, dtype=torch.float32)); self.lin = nn.Linear(n_cos, out)
+
+    def forward(self, tau): return torch.relu(self.lin(torch.cos(math.pi * tau[..., None] * self.i)))
+
+# %% ../nbs/20_train.ipynb #1e481f3a
+def fit_constant(model: nn.Module, step_loss: Callable, batches: Iterator, *, epochs: int, per_epoch: int, lr: float,
+                 val_loss: Callable) -> pd.DataFrame:
+    "Adam at a constant `lr`, `epochs` x `per_epoch` steps, `val_loss` after each epoch, the best epoch's weights kept; the curve per epoch."
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    best, rows = (np.inf, None), []
+    for ep in range(epochs):
+        model.train()
+        losses = []
+        for _ in range(per_epoch):
+            loss = step_loss(model, next(batches))
+            opt.zero_grad(); loss.backward(); opt.step(); losses.append(loss.item())
+        v = val_loss(model)
+        rows.append(dict(epoch=ep + 1, step=(ep + 1) * per_epoch, train_loss=float(np.mean(losses)), val_loss=v))
+        if v < best[0]: best = (v, {k: t.detach().clone() for k, t in model.state_dict().items()})
+    model.load_state_dict(best[1]); model.eval()
+    return pd.DataFrame(rows)

@@ -24,7 +24,7 @@ def lr_step(seed=1_000_000):
         torch.manual_seed(0)
         model = T.TOUForecaster(m)
         g = torch.Generator().manual_seed(0)
-        f = lr_range_test(model, T._step_loss(4, 1e-3), T._batches(sets["train"], 64, 4, g, "cpu"), lr_min=1e-5, lr_max=1.0, steps=150)
+        f = lr_range_test(model, T._step_loss(1e-3), T._batches(sets["train"], 64, 4, g, "cpu"), lr_min=1e-5, lr_max=1.0, steps=150)
         out[m] = dict(suggested=f.suggested, diverged=f.diverged)
     print(json.dumps(out))
 

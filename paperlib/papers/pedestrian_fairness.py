@@ -13,15 +13,15 @@ import scipy.ndimage
 import skimage.data
 import skimage.draw
 import torch
-from scipy.stats import binomtest, mannwhitneyu, norm
+from scipy.stats import mannwhitneyu, norm
 
 from ..data import DataError, DataSource, embedded_source, fingerprint_real
-from ..detect import TinySSD, train_ssd, detect, roi_features, pseudo_label, greedy_match, miss_rate_curve, log_average_mr
-from ..fairness import subgroup_gap
-from ..images import BUNDLED_PHOTOS, bundled_photo
+from ..detect import TinySSD, train_ssd, detect, roi_features, pseudo_label, miss_rate_curve, log_average_mr, hit_scores, threshold_at_fppi
+from ..fairness import covariate_matched, subgroup_gap
+from ..images import BUNDLED_PHOTOS, bundled_photo, load_photo
 from ..report import rule, RuleResult
 from ..segment import average_precision
-from ..stats import auc_ci, bootstrap_ci
+from ..stats import auc_ci, bootstrap_ci, gee_logit, mcnemar_lower
 
 # %% auto #0
 __all__ = ['PROPORTIONS', 'SKIN', 'HAIR', 'MIN_VISIBLE', 'FAMILIES', 'PEOPLE_PHOTOS', 'URBAN', 'STREET', 'DEPTH', 'P_OCCLUDED',
@@ -30,13 +30,12 @@ __all__ = ['PROPORTIONS', 'SKIN', 'HAIR', 'MIN_VISIBLE', 'FAMILIES', 'PEOPLE_PHO
            'figure_colours', 'render_figure', 'visible_share', 'paste_figure', 'photo_base', 'photo_background',
            'smooth_noise', 'sky_and_ground', 'buildings', 'drawn_background', 'horse_mask', 'distractor', 'place',
            'occlude', 'draw_persons', 'render_scene', 'touching', 'merge_pairs', 'weak_labels', 'image_ages', 'Scenes',
-           'check_scene_args', 'scene_set', 'attribute_counts', 'load_photo', 'real_scenes', 'capped',
-           'balanced_photos', 'fa_inria_splits', 'boxes_of', 'ground_truth', 'hit_scores', 'threshold_at_fppi',
-           'child_flip', 'mr_by_group', 'per_image_counts', 'mcnemar_lower', 'mr_lowered', 'disparity_shift',
-           'disparity_moved', 'gee_logit', 'child_term', 'child_excess', 'children_missed_more',
-           'stochastically_smaller', 'size_trend', 'child_gain_excess', 'size_helps_children', 'height_matched',
-           'appearance_probe', 'no_separation', 'child_odds_ratio', 'size_explains_gap', 'gap_boot',
-           'size_not_quantity', 'flip_helps_adults']
+           'check_scene_args', 'scene_set', 'attribute_counts', 'real_scenes', 'capped', 'balanced_photos',
+           'fa_inria_splits', 'boxes_of', 'ground_truth', 'child_flip', 'mr_by_group', 'per_image_counts', 'mr_lowered',
+           'disparity_shift', 'disparity_moved', 'child_term', 'child_excess', 'children_missed_more',
+           'stochastically_smaller', 'size_trend', 'child_gain_excess', 'size_helps_children', 'appearance_probe',
+           'no_separation', 'child_odds_ratio', 'size_explains_gap', 'gap_boot', 'size_not_quantity',
+           'flip_helps_adults']
 
 # %% ../../nbs/papers/pedestrian_fairness.ipynb #e24077da
 PROPORTIONS = {"adult": dict(head=1 / 7.5, legs=0.47, shoulders=0.25),
@@ -408,13 +407,6 @@ def attribute_counts(scenes: Scenes, n: int = 5000, seed: int = 0) -> pd.DataFra
 # %% ../../nbs/papers/pedestrian_fairness.ipynb #798d89d9
 DATASETS = ("fa_inria", "wspd", "places365", "inria")   # the data folders this paper reads (the frontmatter lists the same)
 
-def load_photo(path, size: int) -> tuple[np.ndarray, float, float]:
-    "The photo at `path` as a size x size RGB uint8 array, and the x and y factors that carry its boxes along."
-    from PIL import Image
-    with Image.open(path) as im:
-        w, h = im.size
-        return np.asarray(im.convert("RGB").resize((size, size), Image.BILINEAR)), size / w, size / h
-
 def real_scenes(rows: pd.DataFrame, size: int, kind: str) -> Scenes:
     "Scenes of the photos that box `rows` (image path, x1..y2, optional age; a NaN box: a photo without people) name."
     paths = list(dict.fromkeys(rows.image))
@@ -470,26 +462,6 @@ def ground_truth(scenes: Scenes) -> pd.DataFrame:
     g = b[b.labelled & (b.kind == "person")].reset_index(drop=True)
     return g.assign(height=g.y2 - g.y1, width=g.x2 - g.x1, child=g.age == "child")
 
-def hit_scores(dets: list, gt: pd.DataFrame, n_images: int) -> tuple[np.ndarray, list]:
-    "(per ground-truth row of `gt`, the score of the detection matched to it or 0; the per-photo `greedy_match` results)."
-    hit, results = np.zeros(len(gt), np.float32), []
-    rows = gt.groupby("image").indices
-    for i in range(n_images):
-        idx = rows.get(i, np.zeros(0, int))
-        boxes, scores = dets[i]
-        r = greedy_match(boxes, scores, gt.loc[idx, ["x1", "y1", "x2", "y2"]].to_numpy(np.float32))
-        hit[idx[r["gt_index"][r["tp"]]]] = r["scores"][r["tp"]]
-        results.append(r)
-    return hit, results
-
-def threshold_at_fppi(results: list, n_images: int, fppi: float = 0.1) -> float:
-    "The lowest score threshold at which the false positives per photo stay within `fppi` (above 1: none qualifies)."
-    s = np.concatenate([r["scores"][~r["ignored"]] for r in results] + [np.zeros(0)])
-    fp = np.concatenate([~r["tp"][~r["ignored"]] for r in results] + [np.zeros(0, bool)])
-    o = np.argsort(-s, kind="stable"); s, fp = s[o], fp[o]
-    ok = (np.cumsum(fp) / n_images <= fppi) & np.r_[s[1:] != s[:-1], True]   # a threshold keeps every detection of its score
-    return float(s[ok].min()) if ok.any() else float(np.nextafter(1.0, 2.0))
-
 # %% ../../nbs/papers/pedestrian_fairness.ipynb #cb061b05
 FLIP_VARIANTS = {"a": "mirrored copies of the photos holding a child", "b": "copies with only the children's boxes mirrored",
                  "c": "mirrored copies with the adults painted out"}
@@ -535,13 +507,6 @@ def _std_of(C, k):
     return np.abs(a - c) / 2
 
 # %% ../../nbs/papers/pedestrian_fairness.ipynb #34201a95
-def mcnemar_lower(missed_base, missed_new) -> tuple[float, int, int]:
-    "(p, b, c): one-sided exact McNemar p that the new model misses fewer of the same boxes; b, c the discordant counts."
-    base, new = np.asarray(missed_base, bool), np.asarray(missed_new, bool)
-    if base.shape != new.shape: raise ValueError(f"the two models must be scored on the same boxes: {base.shape} vs {new.shape}")
-    b, c = int((base & ~new).sum()), int((~base & new).sum())
-    return (1.0 if b + c == 0 else float(binomtest(b, b + c, 0.5, alternative="greater").pvalue)), b, c
-
 def _pair(n_both, n_base, n_new, n_none):
     "Per-box miss flags of (base, new): n_both missed by both, n_base only by the base, n_new only by the new one."
     return np.repeat([1, 1, 0, 0], [n_both, n_base, n_new, n_none]).astype(bool), np.repeat([1, 0, 1, 0], [n_both, n_base, n_new, n_none]).astype(bool)
@@ -586,14 +551,6 @@ def disparity_moved(missed_base, missed_new, child, image, direction: str, B: in
     return RuleResult(ok, why, dict(change=round(d, 4), lo=round(lo, 4), hi=round(hi, 4)))
 
 # %% ../../nbs/papers/pedestrian_fairness.ipynb #2ef0cf32
-def gee_logit(missed, X: pd.DataFrame, image) -> pd.DataFrame:
-    "GEE logistic fit of per-box `missed` on the columns of `X` (an intercept added), clustered by `image`: coef, se, p (two-sided)."
-    import statsmodels.api as sm
-    Xc = sm.add_constant(X.astype(float), has_constant="add")
-    fit = sm.GEE(np.asarray(missed, float), Xc, groups=np.asarray(image), family=sm.families.Binomial(),
-                 cov_struct=sm.cov_struct.Exchangeable()).fit()
-    return pd.DataFrame(dict(coef=fit.params, se=fit.bse, p=fit.pvalues))
-
 def child_term(missed, child, image, log_height=None) -> pd.Series:
     "The GEE row (coef, se, p) of the child indicator in the miss model, optionally adjusted for log box height."
     X = pd.DataFrame(dict(child=np.asarray(child, float)))
@@ -664,25 +621,13 @@ def size_helps_children(missed_by_size: dict, child, image, B: int = 2000, seed:
     return RuleResult(not fails, "; ".join(fails) or None, dict(trend_coef=round(coef, 4), trend_p=p, excess=round(d, 4), lo=round(lo, 4), hi=round(hi, 4)))
 
 # %% ../../nbs/papers/pedestrian_fairness.ipynb #4288f81d
-def height_matched(height, child, bins: int = 10, seed: int = 0) -> np.ndarray:
-    "Row indices: every child box and, per height decile of the children, as many adult boxes drawn at random from that decile."
-    height, child = np.asarray(height, float), np.asarray(child, bool)
-    rng = np.random.default_rng(seed)
-    edges = np.quantile(height[child], np.linspace(0, 1, bins + 1)); edges[0], edges[-1] = -np.inf, np.inf
-    b = np.digitize(height, edges[1:-1])
-    keep = [np.flatnonzero(child)]
-    for k in range(bins):
-        adults, n = np.flatnonzero(~child & (b == k)), int((child & (b == k)).sum())
-        keep.append(rng.choice(adults, min(n, len(adults)), replace=False))
-    return np.sort(np.concatenate(keep))
-
 def appearance_probe(features, height, child, seed: int = 0) -> tuple[float, float, float]:
     "(AUC, lo, hi) of a 5-fold logistic probe for child vs adult on height-matched boxes' features (DeLong interval)."
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import StratifiedKFold, cross_val_predict
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
-    i = height_matched(height, child, seed=seed)
+    i = covariate_matched(height, child, seed=seed)
     X, y = np.asarray(features, float)[i], np.asarray(child, bool)[i]
     probe = make_pipeline(StandardScaler(), LogisticRegression(C=0.1, max_iter=2000))
     s = cross_val_predict(probe, X, y, cv=StratifiedKFold(5, shuffle=True, random_state=seed), method="decision_function")

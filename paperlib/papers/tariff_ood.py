@@ -14,21 +14,21 @@ import torch
 from torch import nn
 from scipy import stats as sps
 
-from ..core import parallel_map
+from ..core import check_number, parallel_map
 from ..data import DataError, DataSource, fingerprint_real
 from ..datasets import (POWERTAC, POWERTAC_HOURS as HOUR_COLS, POWERTAC_META as META_COLS, read_powertac,
                                read_powertac_counterfactuals, write_tiny_powertac as write_powertac_csv)
 from ..stats import correct_pvalues, paired_diff_test, beats, paired_table
 from ..report import rule
-from ..train import fit as train_fit
+from ..train import (fit as train_fit, fit_constant, pinball_loss, equivariance_error, is_permutation_equivariant,
+                            attention, PermEquivariant, IQNEmbedding)
 
 # %% auto #0
 __all__ = ['H', 'LEVELS', 'LEVEL_NAMES', 'METHODS', 'FOLDER', 'DATASETS', 'TABLE1_SETS', 'EQUIVARIANT', 'EVAL_TAUS', 'INPUTS',
            'SCHEDULES', 'VARIANTS', 'NAMES', 'level_entropy', 'TOUData', 'load_powertac', 'TOUSimConfig', 'TOUSim',
            't_in', 't_out', 'policy_alloc', 'flat_price_load', 'tousim_data', 'counterfactual_locality', 'DCNN',
-           'attention', 'PermEquivariant', 'equivariance_error', 'is_permutation_equivariant', 'cat_embedding',
-           'IQNEmbedding', 'TOUForecaster', 'tariff_branch_diagram', 'tariff_branch_error', 'pinball_loss',
-           'znorm_stats', 'make_windows', 'window_sets', 'naive_window_aql', 'predict', 'window_aql', 'fit_forecaster',
+           'cat_embedding', 'TOUForecaster', 'tariff_branch_diagram', 'tariff_branch_error', 'znorm_stats',
+           'make_windows', 'window_sets', 'naive_window_aql', 'predict', 'window_aql', 'fit_forecaster',
            'price_options', 'gain', 'greedy_allocation', 'realized_gains', 'oracle_gains', 'method_arch',
            'evaluate_settings', 'evaluate_setting', 'margin_rule', 'bound_gates', 'sig_share', 'share_rule',
            'trend_rule', 'profit_rule', 'rank_vs_profit', 'room_ood', 'profit_leader', 'all_significant']
@@ -313,49 +313,10 @@ class DCNN(nn.Module):
 
     def l2(self): return sum((c.weight ** 2).sum() for c in self.convs)
 
-# %% ../../nbs/papers/tariff_ood.ipynb #fc7918a7
-def attention(Q, K, V):
-    "Eq. 3: softmax(Q K^T / sqrt(d)) V over the token axis (-2)."
-    return torch.softmax(Q @ K.transpose(-1, -2) / math.sqrt(Q.shape[-1]), -1) @ V
-
-class PermEquivariant(nn.Module):
-    "Eq. 4: sigma(x Lambda - 1 maxpool(x) Gamma), equivariant to permutations of the token axis (-2)."
-    def __init__(self, d=10, d_out=20, sigma=torch.tanh, pool="max"):
-        super().__init__()
-        self.lam, self.gam, self.sigma, self.pool = nn.Linear(d, d_out), nn.Linear(d, d_out, bias=False), sigma, pool
-
-    def forward(self, x):
-        pooled = x.max(-2, keepdim=True).values if self.pool == "max" else x.mean(-2, keepdim=True)
-        return self.sigma(self.lam(x) - self.gam(pooled))
-
-def equivariance_error(fn, x, n_perms=5, dim=-2, out_dim=None, seed=0) -> float:
-    "max |fn(x permuted along `dim`) - fn(x) permuted along `out_dim` (default `dim`)| over `n_perms` random permutations."
-    g = torch.Generator().manual_seed(seed)
-    out_dim = dim if out_dim is None else out_dim
-    err = 0.0
-    with torch.no_grad():
-        y = fn(x)
-        for _ in range(n_perms):
-            perm = torch.randperm(x.shape[dim], generator=g)
-            err = max(err, float((fn(x.index_select(dim, perm)) - y.index_select(out_dim, perm)).abs().max()))
-    return err
-
-def is_permutation_equivariant(fn, x, n_perms=5, atol=1e-5, dim=-2, out_dim=None, seed=0) -> bool:
-    "Whether permuting `x` along `dim` permutes fn(x) along `out_dim` the same way, to `atol`, for `n_perms` random permutations."
-    return equivariance_error(fn, x, n_perms, dim, out_dim, seed) <= atol
-
 # %% ../../nbs/papers/tariff_ood.ipynb #a81c9788
 def cat_embedding(n, out=5, hidden=8):
     "one-hot(n) -> Linear -> ReLU -> Linear(out), applied to the identity matrix to give an (n, out) table."
     return nn.Sequential(nn.Linear(n, hidden), nn.ReLU(), nn.Linear(hidden, out))
-
-class IQNEmbedding(nn.Module):
-    "phi(tau) = ReLU(W [cos(pi i tau)]_{i<n_cos} + b): the IQN cosine embedding of quantile levels."
-    def __init__(self, out, n_cos=64):
-        super().__init__()
-        self.register_buffer("i", torch.arange(n_cos, dtype=torch.float32)); self.lin = nn.Linear(n_cos, out)
-
-    def forward(self, tau): return torch.relu(self.lin(torch.cos(math.pi * tau[..., None] * self.i)))
 
 class TOUForecaster(nn.Module):
     "The DCNN + IQN quantile forecaster with the tariff branch of `method` (one of METHODS)."
@@ -450,12 +411,6 @@ def tariff_branch_error(model: TOUForecaster, fut, flag=None, n_perms=5, seed=0)
 # %% ../../nbs/papers/tariff_ood.ipynb #de49e598
 EVAL_TAUS = (0.1, 0.5, 0.9)
 
-def pinball_loss(y, pred, tau, reduce=True):
-    "Eq. 5: y (n, 24), pred (n, T, 24) at levels tau (n, T); mean over everything, or per window (n,) if not `reduce`."
-    e = y[:, None] - pred
-    l = torch.maximum(tau[..., None] * e, (tau[..., None] - 1) * e)
-    return l.mean() if reduce else l.mean((1, 2))
-
 # %% ../../nbs/papers/tariff_ood.ipynb #06d317da
 def znorm_stats(data: TOUData):
     "Per-consumer mean and sd of consumption over the training days."
@@ -536,12 +491,9 @@ def window_aql(model, w, device="cpu") -> np.ndarray:
 
 SCHEDULES = ("constant", "one-cycle")
 
-def _step_loss(n_tau, l2):
-    "Training loss of one batch: the pinball loss at the batch's sampled levels plus the DCNN's L2 penalty (Eq. 5 + lambda sum w^2)."
-    def step_loss(model, b):
-        x, y, tau = b
-        return pinball_loss(y, model(**x, tau=tau), tau) + l2 * model.l2()
-    return step_loss
+def _step_loss(l2):
+    "Training loss of a batch (inputs, y, levels): the pinball loss at the sampled levels plus the DCNN's L2 penalty (Eq. 5 + lambda sum w^2)."
+    return lambda model, b: pinball_loss(b[1], model(**b[0], tau=b[2]), b[2]) + l2 * model.l2()
 
 def _batches(train, batch, n_tau, g, device):
     "Endless shuffled batches of (inputs, y, sampled levels), one permutation per epoch; a batch of one window is skipped (BatchNorm)."
@@ -558,19 +510,16 @@ def fit_forecaster(method, train, val, epochs=30, batch=64, lr=1e-3, n_tau=8, l2
                    schedule="constant", weight_decay=0.0, patience=None, clip=1.0, **model_kw):
     "(model at its best epoch by IID validation AQL, curve per epoch); `one-cycle`: `paperlib.train.fit`, `constant`: the paper's Adam."
     if schedule not in SCHEDULES: raise ValueError(f"unknown schedule {schedule!r}; valid: {', '.join(SCHEDULES)}")
-    for name, v, lo in (("epochs", epochs, 1), ("batch", batch, 2), ("n_tau", n_tau, 1)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
-            raise ValueError(f"{name}: {v!r}; a whole number of at least {lo}")
-    if patience is not None and (isinstance(patience, bool) or not isinstance(patience, (int, np.integer)) or patience < 1):
-        raise ValueError(f"patience: {patience!r}; None (no early stopping) or a whole number of epochs of at least 1")
+    counts = (("epochs", epochs, 1), ("batch", batch, 2), ("n_tau", n_tau, 1))
+    epochs, batch, n_tau = (check_number(v, name, int, minimum=lo) for name, v, lo in counts)
+    patience = None if patience is None else check_number(patience, "patience", int, minimum=1)   # None: no early stopping
     for name, v in (("weight_decay", weight_decay), ("l2", l2)):
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-            raise ValueError(f"{name}: {v!r}; a finite number of at least 0")
+        if not math.isfinite(check_number(v, name, float, minimum=0)): raise ValueError(f"{name}: {v!r}; a finite number of at least 0")
     torch.manual_seed(seed)
     g = torch.Generator().manual_seed(seed)
     model = TOUForecaster(method, **model_kw).to(device)
     per_epoch = len([i for i in range(0, len(train["y"]) - 1, batch) if min(batch, len(train["y"]) - i) >= 2])
-    step_loss, batches = _step_loss(n_tau, l2), _batches(train, batch, n_tau, g, device)
+    step_loss, batches = _step_loss(l2), _batches(train, batch, n_tau, g, device)
     val_aql = lambda m: float(window_aql(m, val, device).mean())
     if schedule == "one-cycle":
         f = train_fit(model, step_loss, batches, steps=epochs * per_epoch, lr=lr, weight_decay=weight_decay, clip=clip,
@@ -582,20 +531,8 @@ def fit_forecaster(method, train, val, epochs=30, batch=64, lr=1e-3, n_tau=8, l2
         model.eval()
         return model, curve
     # the paper's recipe (full profile): Adam at a constant rate, every epoch, the best epoch by IID validation AQL
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
-    best, rows = (np.inf, None), []
-    for ep in range(epochs):
-        model.train()
-        losses = []
-        for _ in range(per_epoch):
-            loss = step_loss(model, next(batches))
-            opt.zero_grad(); loss.backward(); opt.step(); losses.append(loss.item())
-        v = val_aql(model)
-        rows.append(dict(epoch=ep + 1, step=(ep + 1) * per_epoch, train_loss=float(np.mean(losses)), val_aql=v))
-        if v < best[0]: best = (v, {k: t.detach().clone() for k, t in model.state_dict().items()})
-    model.load_state_dict(best[1]); model.eval()
-    return model, pd.DataFrame(rows)
-
+    curve = fit_constant(model, step_loss, batches, epochs=epochs, per_epoch=per_epoch, lr=lr, val_loss=val_aql)
+    return model, curve.rename(columns={"val_loss": "val_aql"})
 
 # %% ../../nbs/papers/tariff_ood.ipynb #7bd7b750
 def price_options(price_load: np.ndarray) -> dict:
