@@ -16,7 +16,7 @@ from paperlib.papers.tariff_ood import (
     H, LEVELS, METHODS, HOUR_COLS, FOLDER, META_COLS, TOUSim, TOUSimConfig, t_in, t_out, policy_alloc, tousim_data,
     load_powertac, write_powertac_csv, window_sets, TOUForecaster, PermEquivariant, is_permutation_equivariant,
     pinball_loss, fit_forecaster, equivariance_error, window_aql, predict, realized_gains, oracle_gains, znorm_stats,
-    evaluate_setting, evaluate_settings, level_entropy, tariff_branch_error, tariff_branch_diagram, naive_window_aql,
+    evaluate_setting, evaluate_settings, level_entropy, tariff_branch_error, naive_window_aql,
     counterfactual_locality, margin_rule, bound_gates, sig_share, trend_rule, profit_rule, rank_vs_profit,
     all_significant, paired_table, method_arch, EQUIVARIANT, INPUTS, EVAL_TAUS)
 
@@ -332,16 +332,6 @@ def test_the_oracle_branch_is_equivariant_only_when_its_flags_move_with_the_tari
     stuck = equivariance_error(lambda f: ub.exog(f, flag), fut, dim=-1, out_dim=-2)   # flags left in place
     assert stuck > 1e-3
     assert tariff_branch_error(TOUForecaster("FC").eval(), fut) > 1e-3
-
-
-def test_the_architecture_diagrams_are_read_from_the_model():
-    nodes, edges = tariff_branch_diagram(TOUForecaster("FC"))
-    assert any("24\u2192240" in n for n in nodes)
-    for m in METHODS:
-        nodes, edges = tariff_branch_diagram(TOUForecaster(m))
-        assert all(a in nodes and b in nodes for a, b in edges)
-        assert any(n.startswith("exog") for n in nodes)
-        assert any("hour of day" in n for n in nodes) == (m == "Att.")          # position enters only Att.
 
 
 def test_pinball_loss_matches_its_definition():

@@ -27,11 +27,11 @@ from ..train import (fit as train_fit, fit_constant, pinball_loss, equivariance_
 __all__ = ['H', 'LEVELS', 'LEVEL_NAMES', 'METHODS', 'FOLDER', 'DATASETS', 'TABLE1_SETS', 'EQUIVARIANT', 'EVAL_TAUS', 'INPUTS',
            'SCHEDULES', 'VARIANTS', 'NAMES', 'level_entropy', 'TOUData', 'load_powertac', 'TOUSimConfig', 'TOUSim',
            't_in', 't_out', 'policy_alloc', 'flat_price_load', 'tousim_data', 'counterfactual_locality', 'DCNN',
-           'cat_embedding', 'TOUForecaster', 'tariff_branch_diagram', 'tariff_branch_error', 'znorm_stats',
-           'make_windows', 'window_sets', 'naive_window_aql', 'predict', 'window_aql', 'fit_forecaster',
-           'price_options', 'gain', 'greedy_allocation', 'realized_gains', 'oracle_gains', 'method_arch',
-           'evaluate_settings', 'evaluate_setting', 'margin_rule', 'bound_gates', 'sig_share', 'share_rule',
-           'trend_rule', 'profit_rule', 'rank_vs_profit', 'room_ood', 'profit_leader', 'all_significant']
+           'cat_embedding', 'TOUForecaster', 'tariff_branch_error', 'znorm_stats', 'make_windows', 'window_sets',
+           'naive_window_aql', 'predict', 'window_aql', 'fit_forecaster', 'price_options', 'gain', 'greedy_allocation',
+           'realized_gains', 'oracle_gains', 'method_arch', 'evaluate_settings', 'evaluate_setting', 'margin_rule',
+           'bound_gates', 'sig_share', 'share_rule', 'trend_rule', 'profit_rule', 'rank_vs_profit', 'room_ood',
+           'profit_leader', 'all_significant']
 
 # %% ../../nbs/papers/tariff_ood.ipynb #d4c4943f
 H = 24
@@ -367,38 +367,6 @@ class TOUForecaster(nn.Module):
         return self.head(z[:, None] * self.iqn(tau)[:, :, None]).squeeze(-1)
 
     def l2(self): return self.dcnn.l2()
-
-# %% ../../nbs/papers/tariff_ood.ipynb #b6fb27d1
-def _lin(l): return f"{l.in_features}\u2192{l.out_features}"
-
-def tariff_branch_diagram(model: TOUForecaster) -> tuple:
-    "(nodes {label: (x, y)}, edges) of the tariff branch of `model`, layer sizes read from its modules."
-    m, d = model.method, model.tariff[-1].out_features
-    tou = "TOU (24)" + (" +\noracle flag (24)" if m == "UB" else "")
-    x = f"x_h: MLP {_lin(model.tariff[0])}\u2192{d}\n(shared over hours)"
-    out = f"exog (24 x {d})"
-    if m == "NoX": return {tou + "\nnot used": (0, 0), f"exog = zeros (24 x {d})": (2, 0)}, []
-    if m == "FC":
-        fc = f"Linear {_lin(model.fc)}\n(whole profile)"
-        return {tou: (0, 0), fc: (2, 0), out: (4, 0)}, [(tou, fc), (fc, out)]
-    nodes, edges = {tou: (0, 0), x: (2, 0)}, [(tou, x)]
-    if m == "Ind.": return {**nodes, out: (4, 0)}, edges + [(x, out)]
-    pe = f"PE: tanh(x\u039b - 1 maxpool(x) \u0393)\n{_lin(model.pe.lam)}, then Linear {_lin(model.pe_out)}" if hasattr(model, "pe") else None
-    if m == "PE": return {**nodes, pe: (4, 0), out: (6, 0)}, edges + [(x, pe), (pe, out)]
-    hod = "hour of day\nembedding (5)"
-    att = "Att(Q, K, V) =\nsoftmax(QK\u1d40/\u221ad) V"
-    kv = f"K, V: Linear {_lin(model.fk)}"
-    if m in ("Att.", "Att.-HOD"):
-        q = f"Q: Linear {_lin(model.fq)}"
-        nodes.update({q: (4, 0.7), kv: (4, -0.7), att: (6, 0), out: (8, 0)})
-        edges += [(x, q), (x, kv), (q, att), (kv, att), (att, out)]
-        if m == "Att.": nodes[hod] = (2, -1.4); edges += [(hod, q), (hod, kv)]
-        return nodes, edges
-    q = "Q: " + pe                                                                  # Att.+PE and UB
-    nodes.update({q: (4, 0.8), kv: (4, -0.8), att: (6.4, 0), out: (8.4, 0)})
-    edges += [(x, q), (x, kv), (q, att), (kv, att), (att, out)]
-    if model.kv_use_hod: nodes[hod] = (2, -1.4); edges.append((hod, kv))
-    return nodes, edges
 
 # %% ../../nbs/papers/tariff_ood.ipynb #da2d2e7c
 EQUIVARIANT = {"NoX": True, "Ind.": True, "FC": False, "PE": True, "Att.": False, "Att.-HOD": True, "Att.+PE": True, "UB": True}
