@@ -148,6 +148,7 @@ class PermEquivariant(nn.Module):
         pooled = x.max(-2, keepdim=True).values if self.pool == "max" else x.mean(-2, keepdim=True)
         return self.sigma(self.lam(x) - self.gam(pooled))
 
+# %% ../nbs/20_train.ipynb #d9e00046
 class IQNEmbedding(nn.Module):
     "phi(tau) = ReLU(W [cos(pi i tau)]_{i<n_cos} + b): the implicit-quantile-network cosine embedding of quantile levels."
     def __init__(self, out, n_cos=64):
