@@ -4,7 +4,7 @@
 
 # %% ../nbs/22_cache.ipynb #9a559f06
 from __future__ import annotations
-import re, ast, json, hashlib
+import re, ast, sys, json, hashlib, functools
 from importlib import metadata
 from pathlib import Path
 
@@ -26,6 +26,21 @@ def _pkg_dir() -> Path:
     import paperlib
     return Path(paperlib.__file__).resolve().parent
 
+@functools.lru_cache(maxsize=512)
+def _paperlib_imports(text: str) -> tuple[str, ...]:
+    "The paperlib modules one source file imports; parsed once per content (a batch asks for every paper's key)."
+    out = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("paperlib"):
+            out.append(node.module); out += [f"{node.module}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level and node.module is None:
+            out += [f"paperlib.{a.name}" for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level:
+            out.append(f"paperlib.{node.module}")
+        elif isinstance(node, ast.Import):
+            out += [a.name for a in node.names if a.name.startswith("paperlib")]
+    return tuple(out)
+
 def imported_modules(sources: list[str], pkg_dir: Path | None = None) -> list[Path]:
     "Files of the paperlib modules that `sources` import, followed transitively."
     pkg_dir = pkg_dir or _pkg_dir()
@@ -36,25 +51,25 @@ def imported_modules(sources: list[str], pkg_dir: Path | None = None) -> list[Pa
         for cand in ([pkg_dir.joinpath(*parts).with_suffix(".py")] if parts else []) + [pkg_dir.joinpath(*parts, "__init__.py")]:
             if cand.exists() and cand not in seen:
                 seen[cand] = True
-                tree = ast.parse(cand.read_text(encoding="utf-8"))
-                for node in ast.walk(tree):
-                    if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("paperlib"):
-                        todo.append(node.module); todo += [f"{node.module}.{a.name}" for a in node.names]
-                    elif isinstance(node, ast.ImportFrom) and node.level and node.module is None:
-                        todo += [f"paperlib.{a.name}" for a in node.names]
-                    elif isinstance(node, ast.ImportFrom) and node.level:
-                        todo.append(f"paperlib.{node.module}")
-                    elif isinstance(node, ast.Import):
-                        todo += [a.name for a in node.names if a.name.startswith("paperlib")]
+                todo += _paperlib_imports(cand.read_text(encoding="utf-8"))
                 break
     return sorted(seen)
 
 
 # %% ../nbs/22_cache.ipynb #affb50be
-def packages_digest() -> str:
-    "Hash of every installed distribution's name and version, paperlib itself excluded (its code is hashed by file)."
+def _dist_folders() -> tuple:
+    "Every installed distribution's metadata folder on sys.path with its modification time: what is installed, cheaply."
+    return tuple(sorted((str(f), f.stat().st_mtime_ns) for d in map(Path, sys.path) if d.is_dir() for f in d.glob("*.*-info")))
+
+@functools.lru_cache(maxsize=8)
+def _packages_digest(installed: tuple) -> str:
     return _sha(sorted(f"{(d.metadata['Name'] or '').lower()}=={d.version}" for d in metadata.distributions()
                        if (d.metadata["Name"] or "").lower() != "paperlib"))
+
+def packages_digest() -> str:
+    """Hash of every installed distribution's name and version, paperlib itself excluded (its code is hashed by file).
+    Reading 600 metadata files costs about 0.3 s, so it is computed again only when a metadata folder appears, goes or changes."""
+    return _packages_digest(_dist_folders())
 
 def code_digest() -> str:
     "Hash of the installed paperlib package's source files: what must be equal on every machine of a batch."
