@@ -19,7 +19,7 @@ from ..data import DataError, DataSource, fingerprint_real
 from ..datasets import (POWERTAC, POWERTAC_HOURS as HOUR_COLS, POWERTAC_META as META_COLS, read_powertac,
                                read_powertac_counterfactuals, write_tiny_powertac as write_powertac_csv)
 from ..stats import correct_pvalues, paired_diff_test, beats, paired_table
-from ..report import rule
+from ..report import rule, rule_all_significant
 from ..train import (fit as train_fit, fit_constant, pinball_loss, equivariance_error, is_permutation_equivariant,
                             attention, PermEquivariant, IQNEmbedding)
 
@@ -680,4 +680,4 @@ def profit_leader(gains, target: str = "Att.+PE") -> str:
 @rule(passes=dict(p={"Att.-HOD": 0.001, "Att.+PE": 0.049}), fails=dict(p={"Att.-HOD": 0.001, "Att.+PE": 0.05}))
 def all_significant(p: dict, alpha: float = 0.05) -> bool:
     "Whether every p-value of `p` {name: p} is below `alpha` (False when there is none)."
-    return bool(p) and all(np.isfinite(v) and v < alpha for v in p.values())
+    return rule_all_significant(p, alpha)[0]          # the library's rule (NaN and an empty family fail), as a bool
