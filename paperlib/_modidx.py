@@ -528,6 +528,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                               'paperlib.job.error_text': ('job.html#error_text', 'paperlib/job.py'),
                               'paperlib.job.execute_paper': ('job.html#execute_paper', 'paperlib/job.py'),
                               'paperlib.job.run_child': ('job.html#run_child', 'paperlib/job.py'),
+                              'paperlib.job.skip_iri_format_checks': ('job.html#skip_iri_format_checks', 'paperlib/job.py'),
                               'paperlib.job.withhold_outputs': ('job.html#withhold_outputs', 'paperlib/job.py'),
                               'paperlib.job.write_report': ('job.html#write_report', 'paperlib/job.py')},
             'paperlib.metric': { 'paperlib.metric.EmbeddingCNN': ('metric.html#embeddingcnn', 'paperlib/metric.py'),

@@ -15,8 +15,8 @@ from .render import report_page, esc
 from .cache import code_digest
 
 # %% auto #0
-__all__ = ['KERNEL_PREFIX', 'cell_seconds', 'execute_paper', 'withhold_outputs', 'write_report', 'error_text', 'child_main',
-           'Job', 'Outcome', 'die_with_parent', 'run_child']
+__all__ = ['KERNEL_PREFIX', 'cell_seconds', 'execute_paper', 'withhold_outputs', 'write_report', 'error_text',
+           'skip_iri_format_checks', 'child_main', 'Job', 'Outcome', 'die_with_parent', 'run_child']
 
 # %% ../nbs/23_job.ipynb #32b96163
 KERNEL_PREFIX = "paperlib-kernel-"
@@ -93,9 +93,15 @@ def error_text(e: BaseException) -> tuple[str, str]:
         return f"{e.ename}: {_strip_ansi(str(e.evalue))}", _strip_ansi("\n".join(e.traceback))
     return f"{type(e).__name__}: {e}", traceback.format_exc()
 
+# %% ../nbs/23_job.ipynb #2ade8059
+def skip_iri_format_checks():
+    "Mark rfc3987_syntax absent in this process (the child), so jsonschema skips its slow import; nbformat's checks are unchanged."
+    if "jsonschema" not in sys.modules: sys.modules.setdefault("rfc3987_syntax", None)
+
 # %% ../nbs/23_job.ipynb #1407bb90
 def child_main(spec_path: str) -> int:
     "Run the job described in `spec_path` (JSON: slug, nb, out_dir, params, key, parts); 0 when it succeeded."
+    skip_iri_format_checks()
     spec = json.loads(Path(spec_path).read_text())
     die_with_parent(spec.get("parent"))
     out, slug = Path(spec["out_dir"]), spec["slug"]
