@@ -20,8 +20,8 @@ __all__ = ['OVERALL', 'UPSTREAM', 'CLASSIFIERS', 'DOWNSTREAM', 'GAP_RULES', 'FRE
            'subgroup_gap', 'worst_group', 'gap_rows', 'imbalanced_counts', 'ratio_counts', 'take_counts',
            'exponential_counts', 'pareto_counts', 'equal_mass_bins', 'frequency_groups', 'group_accuracy',
            'check_shares', 'draw_attribute', 'class_tilted_shares', 'oversample_groups', 'DomainIndependentLR',
-           'attribute_probe', 'grad_reverse', 'xi_network', 'decorrelation', 'paired_difference', 'item_gap_values',
-           'item_gap_diff', 'control_per_class', 'covariate_matched']
+           'attribute_probe', 'grad_reverse', 'xi_network', 'decorrelation', 'paired_difference', 'subgroup_gaps',
+           'item_gap_values', 'item_gap_diff', 'control_per_class', 'covariate_matched']
 
 # %% ../nbs/16_fairness.ipynb #8020f3a9
 OVERALL = "overall"
@@ -388,6 +388,39 @@ def paired_difference(x, y, alternative: str = "two-sided", level: float = 0.95)
     return dict(n=len(d), mean_diff=float(d.mean()), ci_low=float(d.mean() - half), ci_high=float(d.mean() + half),
                 p=float(p), alternative=alternative)
 
+# %% ../nbs/16_fairness.ipynb #8e4263f9
+def _gaps_complete(V: np.ndarray, names: list, rule: str, *, major=None, minor=None, reference=None, k=None, low=None,
+                   high=None, absolute: bool | None = None) -> np.ndarray:
+    "subgroup_gap of each row of V (no NaN), summed in subgroup_gap's order: the same float, row by row."
+    idx, known = {g: j for j, g in enumerate(names)}, pd.Series(index=names, dtype=float)
+    mean = lambda cols: np.ascontiguousarray(V[:, cols]).sum(1) / len(cols)
+    if rule == "two":
+        _known(known, [major, minor], "group")
+        return V[:, idx[major]] - V[:, idx[minor]]
+    if rule == "reference":
+        _known(known, [reference], "reference group")
+        with np.errstate(invalid="ignore", divide="ignore"): g = V[:, idx[reference]] - mean([j for g, j in idx.items() if g != reference])
+        return np.abs(g) if absolute in (None, True) else g
+    if rule == "top_bottom":
+        if k == "half": k = len(names) // 2
+        if k is None or k < 1 or 2 * k > len(names): raise ValueError(f"top_bottom needs 1 <= k <= {len(names) // 2} (groups with a value: {len(names)}), got k={k}")
+        S = np.ascontiguousarray(np.sort(V, 1)[:, ::-1])                   # descending, as subgroup_gap sorts
+        return S[:, :k].sum(1) / k - np.ascontiguousarray(S[:, -k:]).sum(1) / k
+    if rule == "ordinal":
+        _known(known, [*low, *high], "level")
+        return mean([idx[g] for g in low]) - mean([idx[g] for g in high])
+    raise ValueError(f"unknown gap rule {rule!r}; valid: {', '.join(GAP_RULES)}")
+
+def subgroup_gaps(V, names, rule: str, **gap) -> np.ndarray:
+    "subgroup_gap of each row of V (rows: resamples; columns: the groups `names`), the same number for each row."
+    V, names = np.asarray(V, float), list(names)
+    cols = [j for j, g in enumerate(names) if g != OVERALL]
+    V, names = V[:, cols], [names[j] for j in cols]
+    out, complete = np.empty(len(V)), ~np.isnan(V).any(1)
+    if complete.any(): out[complete] = _gaps_complete(V[complete], names, rule, **gap)
+    for i in np.flatnonzero(~complete): out[i] = subgroup_gap(dict(zip(names, V[i])), rule, **gap)
+    return out
+
 # %% ../nbs/16_fairness.ipynb #8419b86b
 def item_gap_values(y, groups, a, metric: str, labels, names, W=None) -> np.ndarray:
     """Per-subgroup values of one model's per-item outcomes `a`, under item weights W (B, n) (None: each item once).
@@ -424,7 +457,7 @@ def item_gap_diff(y, groups, a, b, gap: dict, metric: str = "acc", labels=None, 
     labels = np.unique(y) if labels is None else labels
     W = np.vstack([np.ones(len(y)), np.random.default_rng([seed, 77]).multinomial(len(y), np.full(len(y), 1 / len(y)), size=n_boot)])
     va, vb = item_gap_values(y, groups, a, metric, labels, names, W), item_gap_values(y, groups, b, metric, labels, names, W)
-    d = np.array([subgroup_gap(dict(zip(names, x)), **gap) - subgroup_gap(dict(zip(names, z)), **gap) for x, z in zip(va, vb)])
+    d = subgroup_gaps(va, names, **gap) - subgroup_gaps(vb, names, **gap)
     boot = d[1:][np.isfinite(d[1:])]
     lower = float(np.quantile(boot, 1 - level)) if len(boot) >= 0.9 * n_boot else float("nan")
     return dict(estimate=float(d[0]), lower=lower, margin=margin, level=level, n=len(y), n_boot=n_boot,
