@@ -399,7 +399,7 @@ def _gaps_complete(V: np.ndarray, names: list, rule: str, *, major=None, minor=N
         return V[:, idx[major]] - V[:, idx[minor]]
     if rule == "reference":
         _known(known, [reference], "reference group")
-        with np.errstate(invalid="ignore", divide="ignore"): g = V[:, idx[reference]] - mean([j for g, j in idx.items() if g != reference])
+        with np.errstate(invalid="ignore", divide="ignore"): g = V[:, idx[reference]] - mean([j for name, j in idx.items() if name != reference])
         return np.abs(g) if absolute in (None, True) else g
     if rule == "top_bottom":
         if k == "half": k = len(names) // 2
