@@ -22,10 +22,17 @@ class Cluster:
         sfile = tmp / f"scheduler-{time.time_ns()}.json"
         self.procs["scheduler"] = subprocess.Popen([DASK, "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
                                                     "--scheduler-file", str(sfile)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.time() + 60
-        while not sfile.exists() and time.time() < deadline: time.sleep(0.2)
-        self.address = json.loads(sfile.read_text())["address"]
+        self.address = self._address(sfile, deadline=time.time() + 60)
         for w in workers: self.add_worker(**w)
+
+    @staticmethod
+    def _address(sfile: Path, deadline: float) -> str:
+        "The scheduler's address, once its file is whole: the scheduler creates the file before it writes it."
+        while True:
+            try: return json.loads(sfile.read_text())["address"]
+            except (FileNotFoundError, json.JSONDecodeError, KeyError):
+                if time.time() > deadline: raise
+                time.sleep(0.2)
 
     def add_worker(self, name: str, gpu: int = 0, env: dict | None = None):
         args = [DASK, "worker", self.address, "--host", "127.0.0.1", "--nthreads", "1", "--no-nanny", "--no-dashboard",
