@@ -2178,6 +2178,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                         'paperlib/papers/tariff_ood.py'),
                                             'paperlib.papers.tariff_ood.method_arch': ( 'papers/tariff_ood.html#method_arch',
                                                                                         'paperlib/papers/tariff_ood.py'),
+                                            'paperlib.papers.tariff_ood.month_seen': ( 'papers/tariff_ood.html#month_seen',
+                                                                                       'paperlib/papers/tariff_ood.py'),
                                             'paperlib.papers.tariff_ood.naive_window_aql': ( 'papers/tariff_ood.html#naive_window_aql',
                                                                                              'paperlib/papers/tariff_ood.py'),
                                             'paperlib.papers.tariff_ood.oracle_gains': ( 'papers/tariff_ood.html#oracle_gains',

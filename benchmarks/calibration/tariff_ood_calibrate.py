@@ -4,6 +4,7 @@ Prints only what the notebook's calibration protocol allows: the gates L1, S1, S
 training summary (best / stopped epochs) and timings. No claim is computed.
   python benchmarks/calibration/tariff_ood_calibrate.py lr                    # step 1: LR range test
   python benchmarks/calibration/tariff_ood_calibrate.py gates SEED LR WD [SCALE] [EPOCHS]
+  python benchmarks/calibration/tariff_ood_calibrate.py round2 SEED MONTH PATIENCE   # round 2: MONTH paper|seen, PATIENCE 4|none
 """
 import sys, json, time
 import numpy as np, torch
@@ -28,7 +29,7 @@ def lr_step(seed=1_000_000):
         out[m] = dict(suggested=f.suggested, diverged=f.diverged)
     print(json.dumps(out))
 
-def gates(seed, lr, wd, scale=1.0, epochs=20, patience=4):
+def gates(seed, lr, wd, scale=1.0, epochs=20, patience=4, month="paper"):
     t0 = time.time()
     reps = replicate_seeds(seed, SMOKE["replicates"], "replicates")
     sims = {s: T.TOUSim(cfg(scale), seed=s) for s in reps}
@@ -36,7 +37,8 @@ def gates(seed, lr, wd, scale=1.0, epochs=20, patience=4):
     plan = [(key, m) for key in settings for m in T.METHODS]
     recipe = dict(epochs=epochs, batch=64, lr=lr, n_tau=4, schedule="one-cycle", weight_decay=wd, patience=patience)
     with compute_threads(1):
-        res = T.evaluate_settings(settings, plan, recipe, n_out_eval=SMOKE["n_out_eval"], log=lambda *a: None, workers=2)
+        res = T.evaluate_settings(settings, plan, recipe, n_out_eval=SMOKE["n_out_eval"], log=lambda *a: None, workers=2,
+                                  month=month)
     A, F = res["aql"], res["fits"]
     iid_by = A[A.scenario == "IID"].groupby(["seed", "k", "method"]).aql.mean()
     naive = {(s, k): float(T.naive_window_aql(settings[(s, k, "main")], res["sets"][(s, k, "main")]["iid"],
@@ -48,7 +50,7 @@ def gates(seed, lr, wd, scale=1.0, epochs=20, patience=4):
     s1 = {k: means[("IID", k, "NoX")] - max(means[("IID", k, m)] for m in T.METHODS if m not in ("NoX", "UB")) for k in KS}
     s1_next = {k: max((m for m in T.METHODS if m not in ("NoX", "UB")), key=lambda m: means[("IID", k, m)]) for k in KS}
     s2 = {k: means[("OOD", k, "Att.+PE")] - means[("OOD", k, "UB")] for k in KS}
-    out = dict(seed=seed, lr=lr, wd=wd, scale=scale, epochs=epochs, patience=patience,
+    out = dict(seed=seed, lr=lr, wd=wd, scale=scale, epochs=epochs, patience=patience, month=month,
                L1_margin=round(l1, 4), S1_margin_by_k={k: round(v, 5) for k, v in s1.items()}, S1_next_worst=s1_next,
                S2_margin_by_k={k: round(v, 5) for k, v in s2.items()},
                holds=bool(l1 >= 0 and min(s1.values()) >= 0.001 and min(s2.values()) >= 0.001),
@@ -60,5 +62,7 @@ def gates(seed, lr, wd, scale=1.0, epochs=20, patience=4):
 
 if __name__ == "__main__":
     if sys.argv[1] == "lr": lr_step()
+    elif sys.argv[1] == "round2":   # round 1's choice (lr 5e-3, weight decay 0.1, 20 epochs, shift_scale 1) with the two knobs
+        gates(int(sys.argv[2]), 5e-3, 0.1, 1.0, 20, None if sys.argv[4] == "none" else int(sys.argv[4]), sys.argv[3])
     else: gates(int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]), *(float(a) for a in sys.argv[5:6]),
                 *(int(a) for a in sys.argv[6:7]))

@@ -24,14 +24,14 @@ from ..train import (fit as train_fit, fit_constant, pinball_loss, equivariance_
                             attention, PermEquivariant, IQNEmbedding)
 
 # %% auto #0
-__all__ = ['H', 'LEVELS', 'LEVEL_NAMES', 'METHODS', 'FOLDER', 'DATASETS', 'TABLE1_SETS', 'EQUIVARIANT', 'EVAL_TAUS', 'INPUTS',
-           'SCHEDULES', 'VARIANTS', 'NAMES', 'level_entropy', 'TOUData', 'load_powertac', 'TOUSimConfig', 'TOUSim',
-           't_in', 't_out', 'policy_alloc', 'flat_price_load', 'tousim_data', 'counterfactual_locality', 'DCNN',
-           'cat_embedding', 'TOUForecaster', 'tariff_branch_error', 'znorm_stats', 'make_windows', 'window_sets',
-           'naive_window_aql', 'predict', 'window_aql', 'fit_forecaster', 'price_options', 'gain', 'greedy_allocation',
-           'realized_gains', 'oracle_gains', 'method_arch', 'evaluate_settings', 'evaluate_setting', 'margin_rule',
-           'bound_gates', 'sig_share', 'share_rule', 'trend_rule', 'profit_rule', 'rank_vs_profit', 'room_ood',
-           'profit_leader', 'all_significant']
+__all__ = ['H', 'LEVELS', 'LEVEL_NAMES', 'METHODS', 'FOLDER', 'DATASETS', 'TABLE1_SETS', 'EQUIVARIANT', 'EVAL_TAUS',
+           'MONTH_INPUTS', 'INPUTS', 'SCHEDULES', 'VARIANTS', 'NAMES', 'level_entropy', 'TOUData', 'load_powertac',
+           'TOUSimConfig', 'TOUSim', 't_in', 't_out', 'policy_alloc', 'flat_price_load', 'tousim_data',
+           'counterfactual_locality', 'DCNN', 'cat_embedding', 'TOUForecaster', 'tariff_branch_error', 'znorm_stats',
+           'make_windows', 'month_seen', 'window_sets', 'naive_window_aql', 'predict', 'window_aql', 'fit_forecaster',
+           'price_options', 'gain', 'greedy_allocation', 'realized_gains', 'oracle_gains', 'method_arch',
+           'evaluate_settings', 'evaluate_setting', 'margin_rule', 'bound_gates', 'sig_share', 'share_rule',
+           'trend_rule', 'profit_rule', 'rank_vs_profit', 'room_ood', 'profit_leader', 'all_significant']
 
 # %% ../../nbs/papers/tariff_ood.ipynb #d4c4943f
 H = 24
@@ -402,8 +402,16 @@ def make_windows(data: TOUData, c, d, p, mu, sd, counterfactual=False) -> dict:
     return dict(hist=f32(hist), fut=f32(data.profiles[p]), flag=f32(flag), dow=torch.tensor(data.dow[d]),
                 moy=torch.tensor(data.moy[d]), y=f32(y), c=c, d=d, p=p)
 
-def window_sets(data: TOUData, n_out_eval=None) -> dict:
-    "train / val / iid / ood (and profit) windows of one setting; ood and profit need counterfactuals."
+MONTH_INPUTS = ("paper", "seen")
+
+def month_seen(data: TOUData) -> bool:
+    "Whether every validation and test day's month occurs among the training days (else its embedding is never trained)."
+    return bool(np.isin(data.moy[data.split[0]:], data.moy[7:data.split[0]]).all())
+
+def window_sets(data: TOUData, n_out_eval=None, month: str = "paper") -> dict:
+    """train / val / iid / ood (and profit) windows of one setting; ood and profit need counterfactuals. `month`:
+    `paper` embeds the month of year; `seen` does so only when `month_seen`, else every window gets one constant code."""
+    if month not in MONTH_INPUTS: raise ValueError(f"month: {month!r}; valid: {', '.join(MONTH_INPUTS)}")
     mu, sd = znorm_stats(data)
     C = len(data.consumers)
     def obs(days):
@@ -426,6 +434,10 @@ def window_sets(data: TOUData, n_out_eval=None) -> dict:
         sets["ood"] = {k: v[~iid_in] for k, v in sets["iid"].items()}
     if (~iid_in).any():
         sets["iid"] = {k: v[iid_in] for k, v in sets["iid"].items()}
+    sets["month_used"] = month == "paper" or month_seen(data)
+    if not sets["month_used"]:
+        for w in sets.values():
+            if isinstance(w, dict): w["moy"] = torch.zeros_like(w["moy"])
     return sets
 
 # %% ../../nbs/papers/tariff_ood.ipynb #85276e8a
@@ -582,11 +594,12 @@ def _method_run(data, sets, key, name, recipe, device, keep_samples):
                      "".join(f", {sc} {a.aql.mean():.4f}" for sc, a in zip(scen, aql)))
 
 def evaluate_settings(settings: dict, plan: list, recipe: dict, device="cpu", n_out_eval=None, samples=(), log=print,
-                      workers=1, grid=None) -> dict:
+                      workers=1, grid=None, month="paper") -> dict:
     """Train and test every (key, method) of `plan` (a key of `settings` is (replicate seed, |T_in|, world)); one job per
-    fit: a cell (setting=key, method) of `grid` (a run's `ctx.grid`), else spread over `workers` processes on CPU."""
+    fit: a cell (setting=key, method) of `grid` (a run's `ctx.grid`), else spread over `workers` processes on CPU.
+    `month`: the month input of `window_sets`."""
     keys = list(dict.fromkeys(k for k, _ in plan))
-    sets = {k: window_sets(settings[k], n_out_eval) for k in keys}
+    sets = {k: window_sets(settings[k], n_out_eval, month) for k in keys}
     samples, plan = set(samples), list(plan)
     fit = lambda setting, method: _method_run(settings[setting], sets[setting], setting, method, recipe, device,
                                               (setting, method) in samples)
