@@ -5,7 +5,8 @@
 
 Sources: benchmarks/papers/<slug>.json (fresh smoke runs per seed, `benchmarks/seed_stability.py`),
 benchmarks/budgets.json (each paper's smoke budget), and for the collection table benchmarks/contention.json,
-dask.json, fingerprint.json, break_data.json and suite.json (`benchmarks/suite_time.py`); benchmarks/contention.json (slowdown beside two busy
+dask.json, fingerprint.json, break_data.json, suite.json (`benchmarks/suite_time.py`) and reproduce.json
+(`benchmarks/reproduce_time.py`); benchmarks/contention.json (slowdown beside two busy
 processes) and benchmarks/before_issue27.json (the tallies the README showed before claims were split into effects
 and checks, as it showed them), benchmarks/idle_smoke_*.json (seed-0 smoke times on an idle machine, for papers whose
 three-seed record ran beside other work). A paper without a record says so.
@@ -136,6 +137,13 @@ def collection_rows() -> list[tuple[str, str]]:
         rows.append(("`make test` from a fresh clone, environment creation included (`benchmarks/suite_time.py`; target 15 min)",
                      f"{int(t['wall_s'] // 60)} min {t['wall_s'] % 60:.0f} s ({n.get('passed', 0)} passed, {n.get('failed', 0)} failed, "
                      f"{n.get('skipped', 0)} skipped; load {t['load_before'][0]:.1f} before; {t['when'][:10]}, {t['commit'][:7]})"))
+    if (r := _load("reproduce.json")).get("wall_s"):
+        ok = sum(v["status"] == "ok" for v in r["papers"].values())
+        ten = f"; the first ten papers' notebooks {r['first_ten_papers_s'] / 60:.1f} min" if r.get("first_ten_papers_s") else ""
+        rows.append(("`make reproduce` (smoke, embedded data, one notebook at a time) from a fresh clone, environment creation "
+                     "included (`benchmarks/reproduce_time.py`)",
+                     f"{int(r['wall_s'] // 60)} min {r['wall_s'] % 60:.0f} s ({ok} of {len(r['papers'])} papers ok{ten}; load "
+                     f"{r['load_before'][0]:.1f} before; {r['when'][:10]}, {r['commit'][:7]})"))
     return rows
 
 def collection_block() -> str:
