@@ -8,10 +8,11 @@ benchmarks/reproduce.json: the wall time, each paper's status, time and verdict 
 prints them, the sum over the collection's first ten papers (the papers the collection had when the issue's 30.5-minute
 reference was measured), the machine's load average before and after, the commit. Run it on an idle machine.
 """
-import argparse, json, os, platform, re, subprocess, tempfile, time
+import argparse, json, os, platform, re, time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from suite_time import REPO, in_fresh_clone   # the same fresh clone as the suite's timing
+
 FIRST_TEN = ("face_verification_bias", "gender_bias_transformers", "bgaugment_background_bias", "tariff_ood", "findml_parade",
              "defect_tdist", "supcon_strata", "feat_face_bias", "salient_facts", "medical_sr_gan")
 
@@ -24,16 +25,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--ref", default="HEAD")
     args = ap.parse_args()
-    commit = subprocess.run(["git", "rev-parse", args.ref], cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
-    with tempfile.TemporaryDirectory(prefix="paperlib-reproduce-") as d:
-        clone = Path(d) / "clone"
-        subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True)
-        subprocess.run(["git", "checkout", "-q", commit], cwd=clone, check=True)
-        load = os.getloadavg()
-        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-        t0 = time.time()
-        p = subprocess.run(["make", "reproduce"], cwd=clone, env=env, capture_output=True, text=True)
-        wall = time.time() - t0
+    commit, p, wall, load = in_fresh_clone(args.ref, "reproduce")
     papers = paper_rows(p.stdout)
     ten = [papers[s]["s"] for s in FIRST_TEN if s in papers]
     rec = dict(when=time.strftime("%Y-%m-%d %H:%M"), commit=commit, cpus=os.cpu_count(), platform=platform.platform(),

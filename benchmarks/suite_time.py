@@ -22,22 +22,25 @@ def slowest(out: str, n: int = 25) -> list[dict]:
     rows = re.findall(r"^([\d.]+)s (call|setup|teardown)\s+(\S+)", out, re.M)
     return [dict(s=float(s), phase=p, test=t) for s, p, t in rows[:n]]
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--ref", default="HEAD")
-    args = ap.parse_args()
-    commit = subprocess.run(["git", "rev-parse", args.ref], cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
-    with tempfile.TemporaryDirectory(prefix="paperlib-suite-") as d:
+def in_fresh_clone(ref: str, target: str, **env_extra) -> tuple:
+    "(commit, finished process, wall seconds, load average before) of `make <target>` in a fresh clone of `ref`."
+    commit = subprocess.run(["git", "rev-parse", ref], cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
+    with tempfile.TemporaryDirectory(prefix=f"paperlib-{target}-") as d:
         clone = Path(d) / "clone"
         subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True)
         subprocess.run(["git", "checkout", "-q", commit], cwd=clone, check=True)
         load = os.getloadavg()
-        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-        env["PYTEST_ADDOPTS"] = "--durations=25"
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")} | env_extra
         t0 = time.time()
-        p = subprocess.run(["make", "test"], cwd=clone, env=env, capture_output=True, text=True)
-        wall = time.time() - t0
-        (REPO / "benchmarks" / "suite.log").write_text(p.stdout[-200_000:] + p.stderr[-50_000:])
+        p = subprocess.run(["make", target], cwd=clone, env=env, capture_output=True, text=True)
+        return commit, p, time.time() - t0, load
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--ref", default="HEAD")
+    args = ap.parse_args()
+    commit, p, wall, load = in_fresh_clone(args.ref, "test", PYTEST_ADDOPTS="--durations=25")
+    (REPO / "benchmarks" / "suite.log").write_text(p.stdout[-200_000:] + p.stderr[-50_000:])
     rec = dict(when=time.strftime("%Y-%m-%d %H:%M"), commit=commit, cpus=os.cpu_count(), platform=platform.platform(),
                command="make test (fresh clone, environment creation included)", wall_s=round(wall, 1), returncode=p.returncode,
                load_before=[round(x, 2) for x in load], load_after=[round(x, 2) for x in os.getloadavg()],
