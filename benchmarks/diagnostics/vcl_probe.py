@@ -1,0 +1,55 @@
+"""Diagnostic for vcl_beta_divergence's `learned` gate (issue 28), on a CALIBRATION run seed only: is the linear probe,
+rather than the encoders, what holds every encoder at the majority vote? Gate quantities only (linear mean accuracy of
+scratch, SimCLR and the supervised ceiling against the majority vote); no claim is computed.
+  python benchmarks/diagnostics/vcl_probe.py SEED [REPLICATE_INDEX]
+"""
+import sys, json, time
+import numpy as np, torch
+from sklearn.linear_model import LogisticRegression
+from paperlib.core import replicate_seeds
+from paperlib.metric import embed, majority_accuracy, multilabel_probe
+from paperlib.papers import vcl_beta_divergence as V
+
+SIZES, TRAIN = dict(train=6000, val=1000, test=2000), dict(arch="vgg_mini_bn", side=16, width=16, batch=128, device="cpu")
+AUG, SUP_AUG = dict(preset="paper", scale=(0.4, 1.0)), dict(preset=dict(scale=(0.75, 1.0), p_jitter=0.0, gray=0.0))
+
+def logreg(E, Y, Cs=(0.01, 0.1, 1.0, 10.0)):
+    "Per attribute, L2 logistic regression (lbfgs) on standardised features, C chosen by val accuracy: mean test / fit acc."
+    mu, sd = E["train"].mean(0), E["train"].std(0) + 1e-6
+    Z = {s: (e - mu) / sd for s, e in E.items()}
+    test, fit, chosen = [], [], []
+    for j in range(Y["train"].shape[1]):
+        best = None
+        for C in Cs:
+            m = LogisticRegression(C=C, max_iter=2000).fit(Z["train"], Y["train"][:, j])
+            v = (m.predict(Z["val"]) == Y["val"][:, j]).mean()
+            if best is None or v > best[0]: best = (v, C, m)
+        _, C, m = best
+        chosen.append(C); test.append((m.predict(Z["test"]) == Y["test"][:, j]).mean()); fit.append((m.predict(Z["train"]) == Y["train"][:, j]).mean())
+    return dict(test=100 * float(np.mean(test)), fit=100 * float(np.mean(fit)), C_median=float(np.median(chosen)))
+
+def probes(bb, D, seed):
+    E = {s: embed(bb, D.X[s], "cpu").numpy() for s in ("train", "val", "test")}
+    out = {}
+    r = multilabel_probe(E["train"], D.Y["train"], E["val"], D.Y["val"], E["test"], D.Y["test"], seed=seed)
+    out["probe (as now: AdamW 1e-3, <=15 ep, patience 3)"] = dict(test=100 * r["mean_acc"], best_epoch=r["best_epoch"])
+    r = multilabel_probe(E["train"], D.Y["train"], E["val"], D.Y["val"], E["test"], D.Y["test"], seed=seed, lr=1e-2, epochs=100, patience=10)
+    out["probe (AdamW 1e-2, <=100 ep, patience 10)"] = dict(test=100 * r["mean_acc"], best_epoch=r["best_epoch"])
+    out["sklearn logistic regression, C on val"] = logreg(E, D.Y)
+    return out
+
+if __name__ == "__main__":
+    seed = int(sys.argv[1]); assert seed >= 1_000_000, "calibration seeds only"
+    r = replicate_seeds(seed, 3, "replicates")[int(sys.argv[2]) if len(sys.argv) > 2 else 0]
+    torch.set_num_threads(1)
+    t0 = time.time()
+    D = V.digit_attr(r, SIZES, 0.5, 16)
+    res = dict(seed=seed, replicate=r, majority=100 * majority_accuracy(D.Y["train"], D.Y["test"])["mean_acc"])
+    torch.manual_seed(r)
+    res["scratch"] = probes(V.make_backbone("vgg_mini_bn", 16, 16)[0], D, r)
+    run = V.pretrain(V.OBJECTIVES["SimCLR"], D.pools["clean"], steps=400, lr=1e-3, weight_decay=0.01, aug=AUG, seed=r, **TRAIN)
+    res["SimCLR clean 400"] = probes(run.model.backbone, D, r)
+    sup = V.supervised(D.X["train"], D.Y["train"], steps=400, lr=3e-3, seed=r, aug=SUP_AUG, **TRAIN)[0]
+    res["supervised ceiling"] = probes(sup, D, r)
+    res["seconds"] = round(time.time() - t0, 1)
+    print(json.dumps(res, indent=1, default=float))
