@@ -5,7 +5,7 @@
 
 Sources: benchmarks/papers/<slug>.json (fresh smoke runs per seed, `benchmarks/seed_stability.py`),
 benchmarks/budgets.json (each paper's smoke budget), and for the collection table benchmarks/contention.json,
-dask.json, fingerprint.json, break_data.json, suite.json (`benchmarks/suite_time.py`) and reproduce.json
+dask.json, fingerprint.json, break_data.json, inconclusive_causes.json, suite.json (`benchmarks/suite_time.py`) and reproduce.json
 (`benchmarks/reproduce_time.py`); benchmarks/contention.json (slowdown beside two busy
 processes) and benchmarks/before_issue27.json (the tallies the README showed before claims were split into effects
 and checks, as it showed them), benchmarks/idle_smoke_*.json (seed-0 smoke times on an idle machine, for papers whose
@@ -91,6 +91,15 @@ def decided_share(records: dict, seed: str) -> tuple[int, int]:
     decided = sum(x.get("reproduced", 0) + x.get("not reproduced", 0) for x in c)
     return decided, decided + sum(x.get("inconclusive", 0) for x in c)
 
+def causes_line() -> str:
+    "Why the inconclusive verdicts are inconclusive, per seed, from benchmarks/inconclusive_causes.json ('' without it)."
+    summary = _load("inconclusive_causes.json").get("summary") or {}
+    if not summary: return ""
+    per = [f"seed {s}: {t['behind a failed gate']} of {t['inconclusive']}" for s, t in sorted(summary.items())]
+    held = ", ".join(str(t["every gate held"]) for _, t in sorted(summary.items()))
+    return (f"Inconclusive behind a failed gate (`benchmarks/inconclusive_causes.py`): {'; '.join(per)}; the others ({held}) "
+            "had every gate held and are seed-sensitive (their replicate blocks disagreed) or undecided by their rule. ")
+
 def collection_lines(records: dict, idle: dict) -> str:
     "The collection's decided share of checkable verdicts per seed, and its smoke time one paper at a time."
     shares = []
@@ -100,7 +109,8 @@ def collection_lines(records: dict, idle: dict) -> str:
     times = {s: (idle.get(s) or {}).get("wall_s") or ((rec.get("runs") or {}).get("0") or {}).get("wall_s")
              for s, rec in records.items()}
     known = [t for t in times.values() if t]
-    return (f"Checkable effect claims decided (reproduced or not reproduced; the rest inconclusive): {'; '.join(shares)}. "
+    why = causes_line()
+    return (f"Checkable effect claims decided (reproduced or not reproduced; the rest inconclusive): {'; '.join(shares)}. {why}"
             f"The whole collection's smoke profile, one paper at a time: about {sum(known) / 60:.0f} min "
             f"(the seed-0 times above, idle where measured idle; {len(known)} of {len(times)} papers timed).")
 

@@ -6,7 +6,7 @@ Each (paper, seed) is a fresh, forced run into its own scratch reports folder (n
 old run). The first seed's run is then compared with each other seed's by `paperlib diff` (`paperlib.diff.diff_runs`):
 the verdicts that changed, the values beyond the runs' own seed noise, those within it, those without a noise
 estimate, and the table cells that changed. Writes one record per paper, benchmarks/papers/<slug>.json (every
-claim's verdict and kind per seed, the effect tally, the checks, the gates, the wall time and the machine's load
+claim's verdict, kind and gates per seed, why each inconclusive one is, the effect tally, the checks, the gates, the wall time and the machine's load
 average when the run started, the diffs, the commit), the figure benchmarks/seed_stability.png from every record,
 and prints the claims whose verdict differs between seeds. `benchmarks/readme_numbers.py` (`make numbers`) writes the README's per-paper rows from the records.
 """
@@ -45,7 +45,10 @@ def run_seeds(papers, seeds, profile) -> tuple[dict, dict]:
                                     counts=claims.get("counts"), checks=claims.get("checks"), tested=claims.get("tested"),
                                     verdicts={c["id"]: c["verdict"] for c in claims.get("claims", [])},
                                     kinds={c["id"]: c.get("kind", "effect") for c in claims.get("claims", [])},
-                                    gates={g["id"]: g["passed"] for g in claims.get("gates", [])})
+                                    gates={g["id"]: g["passed"] for g in claims.get("gates", [])},
+                                    claim_gates={c["id"]: c.get("gates") or [] for c in claims.get("claims", [])},
+                                    reasons={c["id"]: c.get("reason") for c in claims.get("claims", [])
+                                             if c["verdict"] == "inconclusive"})
                 print(s, seed, r.status, wall, out[s][seed]["counts"], flush=True)
             first = Path(d) / f"{s}-{seeds[0]}" / s
             diffs[s] = {f"{seeds[0]}-{x}": seed_diff(first, Path(d) / f"{s}-{x}" / s) for x in seeds[1:]

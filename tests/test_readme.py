@@ -28,3 +28,18 @@ def test_a_readme_without_the_block_is_an_error():
     try: rn.render("no block here")
     except SystemExit as e: assert "generated block" in str(e)
     else: raise AssertionError("render accepted a README without its generated block")
+
+ic_spec = importlib.util.spec_from_file_location("inconclusive_causes", REPO / "benchmarks" / "inconclusive_causes.py")
+ic = importlib.util.module_from_spec(ic_spec); ic_spec.loader.exec_module(ic)
+
+def test_an_inconclusive_verdict_is_put_behind_the_gate_that_failed():
+    run = dict(verdicts={"C1": "inconclusive", "C2": "inconclusive", "C3": "reproduced", "K1": "inconclusive"},
+               kinds={"C1": "effect", "C2": "effect", "C3": "effect", "K1": "check"},
+               gates={"learned": False, "sanity": True})
+    claims = dict(claims=[dict(id="C1", gates=["sanity", "learned"]), dict(id="C2", gates=["sanity"]), dict(id="C3", gates=["learned"])],
+                  gates=[dict(id="learned", kind="learned"), dict(id="sanity", kind="sanity")])
+    got = ic.causes(dict(runs={"0": run}), claims)["0"]
+    assert [(c["claim"], c["failed"], c["kinds"]) for c in got] == [("C1", ["learned"], ["learned"]), ("C2", [], [])]
+    # a record that lists its own claims' gates is read before any report's
+    got = ic.causes(dict(runs={"0": dict(run, claim_gates={"C1": [], "C2": ["learned"]})}), claims)["0"]
+    assert [(c["claim"], c["failed"]) for c in got] == [("C1", []), ("C2", ["learned"])]
