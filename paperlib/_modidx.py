@@ -2150,6 +2150,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                      'paperlib/papers/tariff_ood.py'),
                                             'paperlib.papers.tariff_ood.all_significant': ( 'papers/tariff_ood.html#all_significant',
                                                                                             'paperlib/papers/tariff_ood.py'),
+                                            'paperlib.papers.tariff_ood.beats_naive_in_training': ( 'papers/tariff_ood.html#beats_naive_in_training',
+                                                                                                    'paperlib/papers/tariff_ood.py'),
                                             'paperlib.papers.tariff_ood.bound_gates': ( 'papers/tariff_ood.html#bound_gates',
                                                                                         'paperlib/papers/tariff_ood.py'),
                                             'paperlib.papers.tariff_ood.cat_embedding': ( 'papers/tariff_ood.html#cat_embedding',

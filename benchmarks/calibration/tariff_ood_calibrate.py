@@ -5,6 +5,7 @@ training summary (best / stopped epochs) and timings. No claim is computed.
   python benchmarks/calibration/tariff_ood_calibrate.py lr                    # step 1: LR range test
   python benchmarks/calibration/tariff_ood_calibrate.py gates SEED LR WD [SCALE] [EPOCHS]
   python benchmarks/calibration/tariff_ood_calibrate.py round2 SEED MONTH PATIENCE   # round 2: MONTH paper|seen, PATIENCE 4|none
+  python benchmarks/calibration/tariff_ood_calibrate.py round3 SEED RESTARTS         # round 3: round 2's choice, refits of stuck fits
 """
 import sys, json, time
 import numpy as np, torch
@@ -29,13 +30,13 @@ def lr_step(seed=1_000_000):
         out[m] = dict(suggested=f.suggested, diverged=f.diverged)
     print(json.dumps(out))
 
-def gates(seed, lr, wd, scale=1.0, epochs=20, patience=4, month="paper"):
+def gates(seed, lr, wd, scale=1.0, epochs=20, patience=4, month="paper", restarts=0):
     t0 = time.time()
     reps = replicate_seeds(seed, SMOKE["replicates"], "replicates")
     sims = {s: T.TOUSim(cfg(scale), seed=s) for s in reps}
     settings = {(s, k, "main"): T.tousim_data(sims[s], k, SMOKE["n_out_eval"]) for s in reps for k in SMOKE["tin"]}
     plan = [(key, m) for key in settings for m in T.METHODS]
-    recipe = dict(epochs=epochs, batch=64, lr=lr, n_tau=4, schedule="one-cycle", weight_decay=wd, patience=patience)
+    recipe = dict(epochs=epochs, batch=64, lr=lr, n_tau=4, schedule="one-cycle", weight_decay=wd, patience=patience, restarts=restarts)
     with compute_threads(1):
         res = T.evaluate_settings(settings, plan, recipe, n_out_eval=SMOKE["n_out_eval"], log=lambda *a: None, workers=2,
                                   month=month)
@@ -52,7 +53,9 @@ def gates(seed, lr, wd, scale=1.0, epochs=20, patience=4, month="paper"):
     s2 = {k: means[("OOD", k, "Att.+PE")] - means[("OOD", k, "UB")] for k in KS}
     l1_fails = [f"{m} |T_in| {k} replicate {s}: {iid_by[(s, k, m)] / b:.3f} x naive"   # the L1 gate's own rule and reason
                 for (s, k), b in naive.items() for m in T.margin_rule({m: iid_by[(s, k, m)] for m in T.METHODS}, b, 0.10)]
-    out = dict(seed=seed, lr=lr, wd=wd, scale=scale, epochs=epochs, patience=patience, month=month,
+    refit = F[F.refits > 0]
+    out = dict(seed=seed, lr=lr, wd=wd, scale=scale, epochs=epochs, patience=patience, month=month, restarts=restarts,
+               refits={f"{r.method} |T_in| {r.k} replicate {r.seed}": int(r.refits) for r in refit.itertuples()},
                L1_margin=round(l1, 4), L1_fails=l1_fails, S1_margin_by_k={k: round(v, 5) for k, v in s1.items()}, S1_next_worst=s1_next,
                S2_margin_by_k={k: round(v, 5) for k, v in s2.items()},
                holds=bool(l1 >= 0 and min(s1.values()) >= 0.001 and min(s2.values()) >= 0.001),
@@ -66,5 +69,7 @@ if __name__ == "__main__":
     if sys.argv[1] == "lr": lr_step()
     elif sys.argv[1] == "round2":   # round 1's choice (lr 5e-3, weight decay 0.1, 20 epochs, shift_scale 1) with the two knobs
         gates(int(sys.argv[2]), 5e-3, 0.1, 1.0, 20, None if sys.argv[4] == "none" else int(sys.argv[4]), sys.argv[3])
+    elif sys.argv[1] == "round3":   # round 2's choice A (month seen, patience 4) with refits of fits that do not beat naive in training
+        gates(int(sys.argv[2]), 5e-3, 0.1, 1.0, 20, 4, "seen", int(sys.argv[3]))
     else: gates(int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]), *(float(a) for a in sys.argv[5:6]),
                 *(int(a) for a in sys.argv[6:7]))

@@ -25,13 +25,14 @@ from ..train import (fit as train_fit, fit_constant, pinball_loss, equivariance_
 
 # %% auto #0
 __all__ = ['H', 'LEVELS', 'LEVEL_NAMES', 'METHODS', 'FOLDER', 'DATASETS', 'TABLE1_SETS', 'EQUIVARIANT', 'EVAL_TAUS',
-           'MONTH_INPUTS', 'INPUTS', 'SCHEDULES', 'VARIANTS', 'NAMES', 'level_entropy', 'TOUData', 'load_powertac',
-           'TOUSimConfig', 'TOUSim', 't_in', 't_out', 'policy_alloc', 'flat_price_load', 'tousim_data',
+           'MONTH_INPUTS', 'INPUTS', 'SCHEDULES', 'VARIANTS', 'NAMES', 'REFIT_STRIDE', 'level_entropy', 'TOUData',
+           'load_powertac', 'TOUSimConfig', 'TOUSim', 't_in', 't_out', 'policy_alloc', 'flat_price_load', 'tousim_data',
            'counterfactual_locality', 'DCNN', 'cat_embedding', 'TOUForecaster', 'tariff_branch_error', 'znorm_stats',
            'make_windows', 'month_seen', 'window_sets', 'naive_window_aql', 'predict', 'window_aql', 'fit_forecaster',
            'price_options', 'gain', 'greedy_allocation', 'realized_gains', 'oracle_gains', 'method_arch',
-           'evaluate_settings', 'evaluate_setting', 'margin_rule', 'bound_gates', 'sig_share', 'share_rule',
-           'trend_rule', 'profit_rule', 'rank_vs_profit', 'room_ood', 'profit_leader', 'all_significant']
+           'beats_naive_in_training', 'evaluate_settings', 'evaluate_setting', 'margin_rule', 'bound_gates',
+           'sig_share', 'share_rule', 'trend_rule', 'profit_rule', 'rank_vs_profit', 'room_ood', 'profit_leader',
+           'all_significant']
 
 # %% ../../nbs/papers/tariff_ood.ipynb #d4c4943f
 H = 24
@@ -570,12 +571,25 @@ def _gain_rows(data, g, key, method, option):
     return pd.DataFrame(dict(**_tag(key, method), option=option, consumer=np.repeat(np.arange(g.shape[0]), g.shape[1]),
                              day=np.tile(data.test_days, g.shape[0]), gain=g.ravel()))
 
+REFIT_STRIDE = 100_003      # a refit's initialisation seed: the fit's seed + REFIT_STRIDE x (refit number)
+
+def beats_naive_in_training(model, data: TOUData, sets: dict, device="cpu") -> bool:
+    "Whether the fit's mean AQL on its own training windows is below the seasonal-naive forecast's on those windows."
+    w = sets["train"]
+    return float(window_aql(model, w, device).mean()) < float(naive_window_aql(data, w, sets["mu"], sets["sd"]).mean())
+
 def _method_run(data, sets, key, name, recipe, device, keep_samples):
-    "Fit method `name` on setting `key` and test it: AQL rows per scenario, realized gains, the fit's summary, samples, a log line."
+    """Fit method `name` on setting `key` and test it: AQL rows per scenario, realized gains, the fit's summary, samples, a
+    log line. `recipe["restarts"]` (default 0): a fit that does not beat the seasonal-naive forecast on its training
+    windows is refitted from the next initialisation, at most that many times (training data only; the last fit is kept)."""
     arch, kw = method_arch(name)
     scen = [sc for sc in ("iid", "ood") if sc in sets]
-    model, curve = fit_forecaster(arch, sets["train"], sets["val"], seed=1000 * key[0] + NAMES.index(name), device=device,
-                                  **recipe, **kw)
+    recipe = dict(recipe)
+    restarts = check_number(recipe.pop("restarts", 0), "restarts", int, minimum=0)
+    for refit in range(restarts + 1):
+        model, curve = fit_forecaster(arch, sets["train"], sets["val"], device=device, **recipe, **kw,
+                                      seed=1000 * key[0] + NAMES.index(name) + REFIT_STRIDE * refit)
+        if refit == restarts or beats_naive_in_training(model, data, sets, device): break
     hist = curve.val_aql.to_numpy()
     tag = _tag(key, name)
     aql = [pd.DataFrame(dict(**tag, scenario=sc.upper(), window=np.arange(len(sets[sc]["y"])), consumer=sets[sc]["c"],
@@ -588,7 +602,7 @@ def _method_run(data, sets, key, name, recipe, device, keep_samples):
     probe = sets.get("ood", sets["iid"])
     err = tariff_branch_error(model, probe["fut"][:64], probe["flag"][:64], seed=key[0])
     fit = dict(**tag, best_val_aql=float(hist.min()), best_epoch=int(np.argmin(hist)) + 1, epochs=len(hist),
-               budget_epochs=int(recipe.get("epochs", 30)), equivariance_error=err)
+               budget_epochs=int(recipe.get("epochs", 30)), equivariance_error=err, refits=refit)
     return dict(aql=aql, gains=gains, fit=fit, curve=curve.assign(**tag), samples={sc: predict(model, sets[sc]).numpy() for sc in scen} if keep_samples else None,
                 line=f"{data.name} ({key[2]}) seed {key[0]} {name}: val {min(hist):.4f}" +
                      "".join(f", {sc} {a.aql.mean():.4f}" for sc, a in zip(scen, aql)))
