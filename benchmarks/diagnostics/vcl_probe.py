@@ -2,6 +2,7 @@
 rather than the encoders, what holds every encoder at the majority vote? Gate quantities only (linear mean accuracy of
 scratch, SimCLR and the supervised ceiling against the majority vote); no claim is computed.
   python benchmarks/diagnostics/vcl_probe.py SEED [REPLICATE_INDEX]
+  python benchmarks/diagnostics/vcl_probe.py pretext SEED    # how well SimCLR solves its own task, and colour statistics alone
 """
 import sys, json, time
 import numpy as np, torch
@@ -38,7 +39,34 @@ def probes(bb, D, seed):
     out["sklearn logistic regression, C on val"] = logreg(E, D.Y)
     return out
 
+def pretext(seed: int, B: int = 128, n: int = 2048) -> dict:
+    """Instance top-1 among B of fresh paper views of the first replicate's clean images: SimCLR after the smoke's 400
+    steps (projection and backbone features), and nearest neighbours of per-channel colour statistics alone."""
+    import torch.nn.functional as F
+    from paperlib.contrastive import rgb_two_views
+    r = replicate_seeds(seed, 3, "replicates")[0]
+    D = V.digit_attr(r, SIZES, 0.5, 16)
+    run = V.pretrain(V.OBJECTIVES["SimCLR"], D.pools["clean"], steps=400, lr=1e-3, weight_decay=0.01, aug=AUG, seed=r, **TRAIN)
+    net, X, gen = run.model.eval(), torch.as_tensor(D.X["train"][:n]), torch.Generator().manual_seed(1)
+    stats = lambda t: torch.cat([t.mean((2, 3)), t.std((2, 3)), t.flatten(2).quantile(torch.tensor([0.1, 0.9]), dim=2).permute(1, 0, 2).flatten(1)], 1)
+    z = lambda f: (lambda t: F.normalize(f(t).flatten(1), dim=1))
+    feats = dict(projection=z(net), backbone=z(net.backbone),
+                 colour_statistics=lambda t: (lambda d: (d - d.mean(0)) / d.std(0))(stats(t)))
+    acc = {k: [] for k in feats}
+    with torch.no_grad():
+        for i in range(0, n - B + 1, B):
+            v = rgb_two_views(X[i:i + B], gen, **AUG)
+            for k, f in feats.items():
+                a, b = f(v[:B]), f(v[B:])
+                sim = -torch.cdist(a, b) if k == "colour_statistics" else a @ b.T
+                acc[k].append(float((sim.argmax(1) == torch.arange(B)).float().mean()))
+    return dict(seed=seed, replicate=r, loss_first_last=[float(run.history.loss.iloc[0]), float(run.history.loss.iloc[-1])],
+                chance=1 / B, **{f"instance top-1 among {B}, {k}": 100 * float(np.mean(v)) for k, v in acc.items()})
+
 if __name__ == "__main__":
+    if sys.argv[1] == "pretext":
+        torch.set_num_threads(2)
+        print(json.dumps(pretext(int(sys.argv[2])), indent=1)); sys.exit()
     seed = int(sys.argv[1]); assert seed >= 1_000_000, "calibration seeds only"
     r = replicate_seeds(seed, 3, "replicates")[int(sys.argv[2]) if len(sys.argv) > 2 else 0]
     torch.set_num_threads(1)
