@@ -17,7 +17,7 @@ DECIDED = ("reproduced", "not reproduced")
 
 def newest_claims(slug: str) -> dict:
     "The newest claims.json of `slug` under reports/ (a normal, ci or calibration run), or {}."
-    found = [p for p in (REPO / "reports").glob(f"**/{slug}/**/claims.json")] + list((REPO / "reports").glob(f"**/{slug}/claims.json"))
+    found = list((REPO / "reports").glob(f"**/{slug}/**/claims.json"))      # `**` matches no folder too: reports/<slug>/claims.json
     return json.loads(max(found, key=lambda p: p.stat().st_mtime).read_text()) if found else {}
 
 def causes(record: dict, claims: dict) -> dict:

@@ -39,45 +39,60 @@ def probes(bb, D, seed):
     out["sklearn logistic regression, C on val"] = logreg(E, D.Y)
     return out
 
+def calibration_world(seed: int, index: int = 0):
+    "(replicate seed, DigitAttr-40 replicate at the smoke's sizes) of calibration run `seed`: never an evaluation seed."
+    if seed < 1_000_000: raise SystemExit(f"seed {seed}: calibration seeds only (1000000 and up)")
+    r = replicate_seeds(seed, 3, "replicates")[index]
+    return r, V.digit_attr(r, SIZES, 0.5, 16)
+
+def simclr(D, r):
+    "SimCLR pre-trained on the clean pool as the smoke does it (400 steps, the paper's views)."
+    return V.pretrain(V.OBJECTIVES["SimCLR"], D.pools["clean"], steps=400, lr=1e-3, weight_decay=0.01, aug=AUG, seed=r, **TRAIN)
+
+def colour_statistics(x):
+    "Per image and channel: mean, sd and the 10 / 90 % quantiles, standardised over the batch (no learning at all)."
+    q = x.flatten(2).quantile(torch.tensor([0.1, 0.9]), dim=2).permute(1, 0, 2).flatten(1)
+    d = torch.cat([x.mean((2, 3)), x.std((2, 3)), q], 1)
+    return (d - d.mean(0)) / d.std(0)
+
 def pretext(seed: int, B: int = 128, n: int = 2048) -> dict:
     """Instance top-1 among B of fresh paper views of the first replicate's clean images: SimCLR after the smoke's 400
-    steps (projection and backbone features), and nearest neighbours of per-channel colour statistics alone."""
+    steps (projection and backbone features, cosine), and nearest neighbours of `colour_statistics` alone."""
     import torch.nn.functional as F
     from paperlib.contrastive import rgb_two_views
-    r = replicate_seeds(seed, 3, "replicates")[0]
-    D = V.digit_attr(r, SIZES, 0.5, 16)
-    run = V.pretrain(V.OBJECTIVES["SimCLR"], D.pools["clean"], steps=400, lr=1e-3, weight_decay=0.01, aug=AUG, seed=r, **TRAIN)
+    r, D = calibration_world(seed)
+    run = simclr(D, r)
     net, X, gen = run.model.eval(), torch.as_tensor(D.X["train"][:n]), torch.Generator().manual_seed(1)
-    stats = lambda t: torch.cat([t.mean((2, 3)), t.std((2, 3)), t.flatten(2).quantile(torch.tensor([0.1, 0.9]), dim=2).permute(1, 0, 2).flatten(1)], 1)
-    z = lambda f: (lambda t: F.normalize(f(t).flatten(1), dim=1))
-    feats = dict(projection=z(net), backbone=z(net.backbone),
-                 colour_statistics=lambda t: (lambda d: (d - d.mean(0)) / d.std(0))(stats(t)))
-    acc = {k: [] for k in feats}
+    similarity = dict(projection=lambda a, b: F.normalize(net(a), dim=1) @ F.normalize(net(b), dim=1).T,
+                      backbone=lambda a, b: F.normalize(net.backbone(a), dim=1) @ F.normalize(net.backbone(b), dim=1).T,
+                      colour_statistics=lambda a, b: -torch.cdist(colour_statistics(a), colour_statistics(b)))
+    acc = {k: [] for k in similarity}
     with torch.no_grad():
         for i in range(0, n - B + 1, B):
             v = rgb_two_views(X[i:i + B], gen, **AUG)
-            for k, f in feats.items():
-                a, b = f(v[:B]), f(v[B:])
-                sim = -torch.cdist(a, b) if k == "colour_statistics" else a @ b.T
-                acc[k].append(float((sim.argmax(1) == torch.arange(B)).float().mean()))
+            for k, sim in similarity.items():
+                acc[k].append(float((sim(v[:B], v[B:]).argmax(1) == torch.arange(B)).float().mean()))
     return dict(seed=seed, replicate=r, loss_first_last=[float(run.history.loss.iloc[0]), float(run.history.loss.iloc[-1])],
                 chance=1 / B, **{f"instance top-1 among {B}, {k}": 100 * float(np.mean(v)) for k, v in acc.items()})
 
-if __name__ == "__main__":
-    if sys.argv[1] == "pretext":
-        torch.set_num_threads(2)
-        print(json.dumps(pretext(int(sys.argv[2])), indent=1)); sys.exit()
-    seed = int(sys.argv[1]); assert seed >= 1_000_000, "calibration seeds only"
-    r = replicate_seeds(seed, 3, "replicates")[int(sys.argv[2]) if len(sys.argv) > 2 else 0]
-    torch.set_num_threads(1)
-    t0 = time.time()
-    D = V.digit_attr(r, SIZES, 0.5, 16)
+def probe_check(seed: int, index: int = 0) -> dict:
+    "Scratch, SimCLR and the supervised ceiling, each read by the three probes of `probes`; the majority vote beside them."
+    r, D = calibration_world(seed, index)
     res = dict(seed=seed, replicate=r, majority=100 * majority_accuracy(D.Y["train"], D.Y["test"])["mean_acc"])
     torch.manual_seed(r)
     res["scratch"] = probes(V.make_backbone("vgg_mini_bn", 16, 16)[0], D, r)
-    run = V.pretrain(V.OBJECTIVES["SimCLR"], D.pools["clean"], steps=400, lr=1e-3, weight_decay=0.01, aug=AUG, seed=r, **TRAIN)
-    res["SimCLR clean 400"] = probes(run.model.backbone, D, r)
+    res["SimCLR clean 400"] = probes(simclr(D, r).model.backbone, D, r)
     sup = V.supervised(D.X["train"], D.Y["train"], steps=400, lr=3e-3, seed=r, aug=SUP_AUG, **TRAIN)[0]
     res["supervised ceiling"] = probes(sup, D, r)
+    return res
+
+if __name__ == "__main__":
+    t0 = time.time()
+    if sys.argv[1] == "pretext":
+        torch.set_num_threads(2)
+        res = pretext(int(sys.argv[2]))
+    else:
+        torch.set_num_threads(1)
+        res = probe_check(int(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else 0)
     res["seconds"] = round(time.time() - t0, 1)
     print(json.dumps(res, indent=1, default=float))
